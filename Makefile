@@ -1,0 +1,39 @@
+# kforge: the README's commands. `make help` lists them.
+#   make run    deps, build, embedded PostgreSQL, server on :8080 and one worker
+#   make test   deps, build, throwaway PostgreSQL, every test through ctest
+BUILD_DIR ?= build
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: help deps build run test test-fast bench fmt clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+deps: ## install build and run dependencies from Debian packages (quiet when present)
+	@scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) >/dev/null
+
+build: deps $(BUILD_DIR)/build.ninja ## configure and build (Release, ccache when present)
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build ## start PostgreSQL, kforge-server on http://127.0.0.1:8080 and one worker; Ctrl-C stops all
+	@scripts/run.sh $(BUILD_DIR)
+
+test: build ## run every test against a throwaway PostgreSQL
+	@scripts/test.sh $(BUILD_DIR) $(CTEST_ARGS)
+
+test-fast: build ## run only the tests that need no database
+	@cd $(BUILD_DIR) && ctest -L fast --output-on-failure -j $(JOBS)
+
+bench: build ## run the benchmarks (see bench/README.md)
+	@echo "benchmarks: see bench/README.md"
+
+fmt: ## clang-format every C++ source
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean: ## remove the build folder (data in ./var is kept)
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,83 @@
+// Linear-scan router: kforge has a few dozen routes; clarity beats a trie here.
+#include "api/router.h"
+
+#include <exception>
+#include <map>
+
+#include "api/errors.h"
+#include "common/log.h"
+
+namespace kforge::api {
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string current;
+  for (char c : path) {
+    if (c == '/') {
+      if (!current.empty()) parts.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) parts.push_back(current);
+  return parts;
+}
+
+bool match(const std::vector<std::string>& pattern, const std::vector<std::string>& parts,
+           std::map<std::string, std::string>* params) {
+  if (pattern.size() != parts.size()) return false;
+  for (size_t seg_idx = 0; seg_idx < pattern.size(); ++seg_idx) {
+    const std::string& seg = pattern[seg_idx];
+    if (seg.size() > 2 && seg.front() == '{' && seg.back() == '}') {
+      if (params) (*params)[seg.substr(1, seg.size() - 2)] = parts[seg_idx];
+    } else if (seg != parts[seg_idx]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void Router::add(const std::string& method, const std::string& pattern, Handler handler) {
+  routes_.push_back({method, pattern, split_path(pattern), std::move(handler)});
+}
+
+std::string Router::route_of(const std::string& path) const {
+  auto parts = split_path(path);
+  for (const auto& route : routes_) {
+    if (match(route.segments, parts, nullptr)) return route.pattern;
+  }
+  return "";
+}
+
+HttpResponse Router::dispatch(HttpRequest& req) const {
+  auto parts = split_path(req.path);
+  std::string allowed;
+  for (const auto& route : routes_) {
+    std::map<std::string, std::string> params;
+    if (!match(route.segments, parts, &params)) continue;
+    if (route.method != req.method && !(req.method == "HEAD" && route.method == "GET")) {
+      allowed += (allowed.empty() ? "" : ", ") + route.method;
+      continue;
+    }
+    req.path_params = std::move(params);
+    try {
+      return route.handler(req);
+    } catch (const std::exception& e) {
+      log_error("api", "handler failed", {{"route", route.pattern}, {"error", e.what()}, {"request_id", req.request_id}});
+      return problem(ErrorKind::internal, "internal error (request id " + req.request_id + ")");
+    }
+  }
+  if (!allowed.empty()) {
+    HttpResponse resp = problem(ErrorKind::method_not_allowed, req.method + " is not allowed on " + req.path);
+    resp.headers.emplace_back("Allow", allowed);
+    return resp;
+  }
+  if (fallback_) return fallback_(req);
+  return problem(ErrorKind::not_found, "no route for " + req.path);
+}
+
+}  // namespace kforge::api

@@ -1,0 +1,82 @@
+// /v1/health, /v1/ready and static files.
+#include "api/system_routes.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "api/errors.h"
+#include "common/version.h"
+#include "db/migrations.h"
+
+namespace kforge::api {
+namespace {
+
+std::string content_type_for(const std::string& path) {
+  auto ends_with = [&path](const std::string& suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".html")) return "text/html; charset=utf-8";
+  if (ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (ends_with(".css")) return "text/css; charset=utf-8";
+  if (ends_with(".json")) return "application/json";
+  if (ends_with(".svg")) return "image/svg+xml";
+  if (ends_with(".png")) return "image/png";
+  return "application/octet-stream";
+}
+
+HttpResponse ready(SystemState& state) {
+  if (!state.pool) return problem(ErrorKind::unavailable, "no database configured");
+  try {
+    auto conn = state.pool->acquire();
+    try {
+      auto pending = db::pending_migrations(*conn);
+      if (!pending.empty()) {
+        return problem(ErrorKind::unavailable, std::to_string(pending.size()) + " migration(s) not applied yet, first " +
+                                                   pending.front());
+      }
+    } catch (const pqxx::broken_connection&) {
+      conn.discard();
+      throw;
+    }
+  } catch (const std::exception& e) {
+    return problem(ErrorKind::unavailable, std::string("database unavailable: ") + e.what());
+  }
+  HttpResponse resp;
+  resp.body = nlohmann::json{{"status", "ready"}, {"version", KFORGE_VERSION}}.dump();
+  return resp;
+}
+
+}  // namespace
+
+HttpResponse serve_static(const std::string& web_dir, const std::string& path) {
+  std::string rel = path == "/" || path.empty() ? "/index.html" : path;
+  if (rel.find("..") != std::string::npos || rel.find('\0') != std::string::npos) {
+    return problem(ErrorKind::not_found, "no such file " + path);
+  }
+  std::ifstream in(web_dir + rel, std::ios::binary);
+  if (!in) return problem(ErrorKind::not_found, "no route or file for " + path);
+  std::ostringstream data;
+  data << in.rdbuf();
+  HttpResponse resp;
+  resp.content_type = content_type_for(rel);
+  resp.body = data.str();
+  return resp;
+}
+
+void add_system_routes(Router& router, SystemState& state) {
+  router.add("GET", "/v1/health", [](HttpRequest&) {
+    HttpResponse resp;
+    resp.body = nlohmann::json{{"status", "ok"}, {"version", KFORGE_VERSION}}.dump();
+    return resp;
+  });
+  router.add("GET", "/v1/ready", [&state](HttpRequest&) { return ready(state); });
+  router.set_fallback([&state](HttpRequest& req) {
+    if (req.method != "GET" && req.method != "HEAD") return problem(ErrorKind::not_found, "no route for " + req.path);
+    if (req.path.rfind("/v1/", 0) == 0) return problem(ErrorKind::not_found, "no route for " + req.path);
+    return serve_static(state.web_dir, req.path);
+  });
+}
+
+}  // namespace kforge::api

@@ -1,0 +1,60 @@
+# Helpers shared by every folder: one way to declare a library, an executable
+# and a test (with labels fast, db, slow, gpu), and to embed SQL files.
+
+# kforge_add_library(name SOURCES a.cpp ... [DEPS lib ...] [PUBLIC_DEPS lib ...])
+function(kforge_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(ARG_PUBLIC_DEPS)
+    target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS})
+  endif()
+  if(ARG_DEPS)
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  endif()
+endfunction()
+
+# kforge_add_executable(name SOURCES main.cpp DEPS lib ...)
+function(kforge_add_executable name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+endfunction()
+
+# kforge_add_test(name SOURCES t.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s])
+# Every test binary links GoogleTest and tests/support; ctest -L picks by label.
+function(kforge_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} kforge_test_support GTest::gtest GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS fast)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  # ctest reports a test that calls GTEST_SKIP as skipped, not passed.
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+endfunction()
+
+# kforge_embed_sql(target DIR dir VAR name): compiles every *.sql under dir into a
+# generated source exposing `const kforge::EmbeddedFile <name>[]` (name, text), so
+# SQL lives in .sql files yet ships inside the binary.
+function(kforge_embed_sql target)
+  cmake_parse_arguments(ARG "" "DIR;VAR" "" ${ARGN})
+  file(GLOB_RECURSE sql_files CONFIGURE_DEPENDS ${ARG_DIR}/*.sql)
+  list(SORT sql_files)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_VAR}_embedded.cpp)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DVAR=${ARG_VAR} -DDIR=${ARG_DIR}
+            -P ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    DEPENDS ${sql_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    COMMENT "Embedding SQL from ${ARG_DIR}")
+  target_sources(${target} PRIVATE ${out})
+endfunction()

@@ -1,0 +1,59 @@
+// Connections and the pool behind db/connection.h.
+#include "db/connection.h"
+
+namespace kforge::db {
+
+std::string with_defaults(const std::string& url) {
+  std::string out = url;
+  auto add = [&out](const std::string& key, const std::string& value) {
+    if (out.find(key + "=") != std::string::npos) return;
+    bool is_uri = out.rfind("postgres", 0) == 0;
+    if (is_uri) {
+      out += (out.find('?') == std::string::npos ? "?" : "&") + key + "=" + value;
+    } else {
+      out += " " + key + "=" + value;
+    }
+  };
+  add("connect_timeout", "5");
+  add("application_name", "kforge");
+  return out;
+}
+
+std::unique_ptr<pqxx::connection> connect(const std::string& url) {
+  return std::make_unique<pqxx::connection>(with_defaults(url));
+}
+
+ConnectionPool::ConnectionPool(std::string url, size_t size) : url_(std::move(url)), size_(size) {}
+
+ConnectionPool::Lease::~Lease() {
+  if (pool_) pool_->release(std::move(conn_));
+}
+
+ConnectionPool::Lease ConnectionPool::acquire() {
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [this] { return outstanding_ < size_; });
+  ++outstanding_;
+  if (!idle_.empty()) {
+    auto conn = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(conn));
+  }
+  lock.unlock();
+  try {
+    return Lease(this, connect(url_));
+  } catch (...) {
+    std::lock_guard relock(mutex_);
+    --outstanding_;
+    freed_.notify_one();
+    throw;
+  }
+}
+
+void ConnectionPool::release(std::unique_ptr<pqxx::connection> conn) {
+  std::lock_guard lock(mutex_);
+  --outstanding_;
+  if (conn && conn->is_open()) idle_.push_back(std::move(conn));
+  freed_.notify_one();
+}
+
+}  // namespace kforge::db

@@ -1,0 +1,61 @@
+// Opening PostgreSQL connections with kforge's defaults (connect timeout,
+// application name), and a small bounded pool for the server's executor.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+namespace kforge::db {
+
+//! Opens a connection. Adds connect_timeout=5 and application_name=kforge
+//! when the URL does not set them. Throws pqxx::broken_connection on failure.
+std::unique_ptr<pqxx::connection> connect(const std::string& url);
+
+//! The URL with those defaults applied (exposed for tests and logging).
+std::string with_defaults(const std::string& url);
+
+//! A fixed-size pool. acquire() blocks until a connection is free; broken
+//! connections are dropped on release and reopened lazily.
+class ConnectionPool {
+ public:
+  ConnectionPool(std::string url, size_t size);
+
+  //! A borrowed connection, returned to the pool on destruction.
+  class Lease {
+   public:
+    Lease(ConnectionPool* pool, std::unique_ptr<pqxx::connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&& other) noexcept : pool_(other.pool_), conn_(std::move(other.conn_)) { other.pool_ = nullptr; }
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    pqxx::connection& operator*() { return *conn_; }
+    pqxx::connection* operator->() { return conn_.get(); }
+    //! Marks the connection broken so it is not reused.
+    void discard() { conn_.reset(); }
+
+   private:
+    ConnectionPool* pool_;
+    std::unique_ptr<pqxx::connection> conn_;
+  };
+
+  //! Borrows a connection, opening one if needed (throws if the database is down).
+  Lease acquire();
+  const std::string& url() const { return url_; }
+
+ private:
+  friend class Lease;
+  void release(std::unique_ptr<pqxx::connection> conn);
+
+  std::string url_;
+  size_t size_;
+  size_t outstanding_ = 0;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  std::mutex mutex_;
+  std::condition_variable freed_;
+};
+
+}  // namespace kforge::db

@@ -1,0 +1,27 @@
+// Worker registry queries (db/queries/workers.sql).
+#include "db/workers.h"
+
+#include "db/sql.h"
+
+namespace kforge::db {
+
+int64_t worker_register(pqxx::connection& conn, const WorkerInfo& info) {
+  pqxx::work txn(conn);
+  auto row = txn.exec_params1(sql("worker_register"), info.host, info.pid, info.device, info.version, info.slots);
+  txn.commit();
+  return row[0].as<int64_t>();
+}
+
+void worker_heartbeat(pqxx::connection& conn, int64_t worker_id, const std::string& state) {
+  pqxx::work txn(conn);
+  txn.exec_params0(sql("worker_heartbeat"), worker_id, state);
+  txn.commit();
+}
+
+void worker_stop(pqxx::connection& conn, int64_t worker_id) {
+  pqxx::work txn(conn);
+  txn.exec_params0(sql("worker_stop"), worker_id);
+  txn.commit();
+}
+
+}  // namespace kforge::db

@@ -1,0 +1,28 @@
+// Worker registry: each kforge-worker inserts a row at start, heartbeats it,
+// and marks it stopped on a clean exit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <pqxx/pqxx>
+
+namespace kforge::db {
+
+//! What a worker says about itself when it registers.
+struct WorkerInfo {
+  std::string host;
+  int pid = 0;
+  std::string device;
+  std::string version;
+  int slots = 1;
+};
+
+//! Inserts the workers row; returns its id.
+int64_t worker_register(pqxx::connection& conn, const WorkerInfo& info);
+//! Refreshes heartbeat_at and the state (idle | busy | stopping).
+void worker_heartbeat(pqxx::connection& conn, int64_t worker_id, const std::string& state);
+//! Marks the worker stopped.
+void worker_stop(pqxx::connection& conn, int64_t worker_id);
+
+}  // namespace kforge::db

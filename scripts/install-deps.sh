@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs kforge's build and run dependencies from Debian packages.
+# Idempotent: prints nothing and touches nothing when everything is installed.
+# Usage: scripts/install-deps.sh   (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev python3-torch
+  libcpprest-dev libssl-dev zlib1g-dev
+  libpqxx-dev postgresql postgresql-contrib
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  nlohmann-json3-dev libgtest-dev libgmock-dev
+  wrk curl procps
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,129 @@
+// kforge-server: the REST API and web UI. Thin: parses flags, opens the
+// database pool, applies migrations, wires the router to the HTTP adapter.
+//   kforge-server [--port 8080]        serve
+//   kforge-server migrate              apply migrations and exit
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "api/router.h"
+#include "api/system_routes.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "db/connection.h"
+#include "db/migrations.h"
+#include "server/http_adapter.h"
+
+namespace {
+
+std::vector<kforge::FlagSpec> flag_specs() {
+  return {
+      {"host", "KFORGE_HOST", "127.0.0.1", "address to listen on"},
+      {"port", "KFORGE_PORT", "8080", "HTTP port"},
+      {"database-url", "KFORGE_DATABASE_URL", "", "PostgreSQL URL (default: the embedded cluster's)"},
+      {"web-dir", "KFORGE_WEB_DIR", "web", "folder of the static web UI served at /"},
+      {"max-body-bytes", "KFORGE_MAX_BODY_BYTES", "1048576", "request body limit"},
+      {"db-pool-size", "KFORGE_DB_POOL_SIZE", "8", "database connections for request handling"},
+      {"log-level", "KFORGE_LOG_LEVEL", "info", "debug, info, warn or error"},
+  };
+}
+
+// Applies migrations, retrying every second until the database answers, so a
+// server started before its database becomes ready once the database is up.
+void migrate_until_done(const std::string& url, std::atomic<bool>& stopping) {
+  while (!stopping) {
+    try {
+      auto conn = kforge::db::connect(url);
+      kforge::db::migrate(*conn);
+      return;
+    } catch (const std::exception& e) {
+      kforge::log_warn("server", "migrations not applied, retrying", {{"error", e.what()}});
+    }
+    for (int tick = 0; tick < 10 && !stopping; ++tick) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kforge::Flags flags(flag_specs());
+  if (auto error = flags.parse(argc, argv)) {
+    std::cerr << "kforge-server: " << *error << "\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.usage("kforge-server [migrate]", "kforge REST API server " KFORGE_VERSION);
+    return 0;
+  }
+  kforge::log_set_level(flags.get("log-level"));
+  std::string url = flags.get("database-url").empty() ? kforge::database_url() : flags.get("database-url");
+  if (url.empty()) {
+    std::cerr << "kforge-server: no database: set KFORGE_DATABASE_URL or start the embedded one (scripts/pg.sh start)\n";
+    return 2;
+  }
+  const auto& args = flags.positional();
+  if (!args.empty() && args[0] == "migrate") {
+    try {
+      auto conn = kforge::db::connect(url);
+      auto applied = kforge::db::migrate(*conn);
+      std::cout << "applied " << applied.size() << " migration(s)\n";
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << "kforge-server migrate: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  if (!args.empty()) {
+    std::cerr << "kforge-server: unknown command '" << args[0] << "' (see --help)\n";
+    return 2;
+  }
+
+  // Block the stop signals before any thread starts so only sigwait sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  int port = 0;
+  try {
+    port = flags.get_int("port");
+  } catch (const std::exception& e) {
+    std::cerr << "kforge-server: " << e.what() << "\n";
+    return 2;
+  }
+  kforge::db::ConnectionPool pool(url, static_cast<size_t>(flags.get_int("db-pool-size")));
+  kforge::api::SystemState state;
+  state.pool = &pool;
+  state.web_dir = flags.get("web-dir");
+  kforge::api::Router router;
+  kforge::api::add_system_routes(router, state);
+
+  kforge::server::HttpOptions options;
+  options.host = flags.get("host");
+  options.port = port;
+  options.max_body_bytes = static_cast<size_t>(flags.get_int("max-body-bytes"));
+  kforge::server::HttpServer http(router, options);
+  try {
+    http.start();
+  } catch (const std::exception& e) {
+    kforge::log_error("server", e.what());
+    return 1;
+  }
+
+  std::atomic<bool> stopping{false};
+  std::thread migrator([&] { migrate_until_done(url, stopping); });
+
+  int signo = 0;
+  sigwait(&stop_signals, &signo);
+  kforge::log_info("server", "stopping", {{"signal", std::to_string(signo)}});
+  stopping = true;
+  http.stop();
+  migrator.join();
+  return 0;
+}
