@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -43,6 +44,8 @@ std::string describe_shapes(const ShapeSet& shapes) {
 }
 
 std::string format_value(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::ostringstream out;
   out.precision(7);
   out << v;
