@@ -397,7 +397,9 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
   }
 
   std::string error;
+  auto wait_started = clock_type::now();
   auto child = take_sandbox(error);
+  result.sandbox_wait_ms = ms_between(wait_started, clock_type::now());
   if (!child) return finish(Outcome::runtime_error, "harness error: " + error);
   SandboxProcess& proc = *child->process;
   // Sends one command and waits for its reply line; a dead or silent child becomes an outcome.
@@ -594,8 +596,8 @@ std::string CheckResult::to_json() const {
                         {"torch_version", environment.torch_version},
                         {"torch_threads", environment.torch_threads},
                         {"load_average", environment.load_average}};
-  out["phases_ms"] = {{"compile", compile_ms}, {"run", run_ms},     {"time", time_ms},
-                      {"overhead", overhead_ms}, {"total", total_ms}};
+  out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
+                      {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms}};
   return out.dump();
 }
 

@@ -92,6 +92,7 @@ struct CheckResult {
   std::string cache_key;               //!< op hash : program hash : device
   Environment environment;
   double compile_ms = 0, run_ms = 0, time_ms = 0, overhead_ms = 0, total_ms = 0;
+  double sandbox_wait_ms = 0;  //!< part of overhead: waiting for the pre-started sandbox to be ready
 
   //! JSON object with every field above.
   std::string to_json() const;

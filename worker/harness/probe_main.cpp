@@ -1,6 +1,9 @@
 // kforge-probe: the child side of the probe. Reads {"op", "shapes", "seed"} JSON on
 // stdin, compiles and runs the reference once, prints one JSON line. Started by
 // probe_op() under limits; not meant to be run by hand (but: echo '{...}' | kforge-probe).
+#include <signal.h>
+#include <sys/prctl.h>
+
 #include <iostream>
 #include <iterator>
 
@@ -48,6 +51,8 @@ int probe_main() {
 }
 
 int main() {
+  // Die with the parent: a sandbox must never outlive the worker that started it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   try {
     return probe_main();
   } catch (const std::bad_alloc&) {
