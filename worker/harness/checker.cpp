@@ -410,8 +410,10 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
       return false;
     }
     std::string line;
-    auto deadline = clock_type::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    auto sent = clock_type::now();
+    auto deadline = sent + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
     ReadStatus status = proc.read_line(line, deadline);
+    result.child_ms += ms_between(sent, clock_type::now());
     if (status == ReadStatus::timeout) {
       proc.kill_now();
       finish(Outcome::timeout, what + " did not finish within " + format_value(timeout_s) +
@@ -597,7 +599,8 @@ std::string CheckResult::to_json() const {
                         {"torch_threads", environment.torch_threads},
                         {"load_average", environment.load_average}};
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
-                      {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms}};
+                      {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
+                      {"child", child_ms}};
   return out.dump();
 }
 

@@ -93,6 +93,7 @@ struct CheckResult {
   Environment environment;
   double compile_ms = 0, run_ms = 0, time_ms = 0, overhead_ms = 0, total_ms = 0;
   double sandbox_wait_ms = 0;  //!< part of overhead: waiting for the pre-started sandbox to be ready
+  double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
 
   //! JSON object with every field above.
   std::string to_json() const;

@@ -115,3 +115,28 @@ TEST(ClBackend, WritePastTheEndFaultsOnGuardPage) {
   EXPECT_TRUE(child->signalled()) << child->describe_exit();
   EXPECT_NE(child->describe_exit().find("SIGSEGV"), std::string::npos) << child->describe_exit();
 }
+
+TEST(ClBackend, WriteIntoAlignmentSlackBreaksTheCanary) {
+  REQUIRE_OPENCL();
+  ClRuntime runtime("");
+  std::string log;
+  auto program = runtime.build("__kernel void past(__global float* p, int n) { p[n] = 1.0f; }", "", log);
+  ASSERT_TRUE(program.get()) << log;
+  // 1001 floats = 4004 bytes: the element just past the end lies in the 92-byte slack.
+  GuardedBuffer buffer(runtime.context(), 1001 * 4, runtime.is_cpu());
+  buffer.fill(runtime.queue(), 0);
+  EXPECT_TRUE(buffer.canary_intact(runtime.queue()));
+  LaunchPlan plan;
+  plan.buffers = {{"out", PlanBuffer::Role::output, 0, 4004}};
+  PlanLaunch launch;
+  launch.kernel = "past";
+  launch.args = {{PlanArg::Kind::buffer, 0, 0, 0}, {PlanArg::Kind::i32, -1, 1001, 0}};
+  plan.launches = {launch};
+  auto kernels = create_plan_kernels(program.get(), plan);
+  bind_plan_args(kernels, plan, {buffer.mem()});
+  enqueue_plan(runtime.queue(), kernels, plan, nullptr);
+  KFORGE_CL_CHECK(clFinish(runtime.queue()));
+  EXPECT_FALSE(buffer.canary_intact(runtime.queue()));
+  buffer.fill(runtime.queue(), 0);
+  EXPECT_TRUE(buffer.canary_intact(runtime.queue())) << "fill re-arms the canary";
+}
