@@ -107,17 +107,20 @@ WHERE j.id = l.id AND j.attempt = l.attempt AND j.worker_id = $1 AND j.state = '
 RETURNING j.id, j.cancel_requested;
 
 -- name: job_complete
--- $1 id, $2 worker, $3 attempt, $4 result JSON. No row back: the lease is not ours.
+-- $1 id, $2 worker, $3 attempt, $4 result JSON, $5 final progress ('' = unchanged).
+-- No row back: the lease is not ours.
 UPDATE jobs j
-SET state = 'completed', finished_at = now(), result = $4::jsonb, lease_expires_at = NULL
+SET state = 'completed', finished_at = now(), result = $4::jsonb, lease_expires_at = NULL,
+    progress = coalesce(NULLIF($5, '')::jsonb, j.progress)
 WHERE j.id = $1 AND j.worker_id = $2 AND j.attempt = $3 AND j.state = 'running'
 RETURNING j.id;
 
 -- name: job_complete_many
--- $1 worker, $2 a JSON array of {id, attempt, result}. Rows back: jobs completed.
+-- $1 worker, $2 a JSON array of {id, attempt, result, progress?}. Rows back: jobs completed.
 UPDATE jobs j
-SET state = 'completed', finished_at = now(), result = r.result, lease_expires_at = NULL
-FROM jsonb_to_recordset($2::jsonb) AS r(id bigint, attempt int, result jsonb)
+SET state = 'completed', finished_at = now(), result = r.result, lease_expires_at = NULL,
+    progress = coalesce(r.progress, j.progress)
+FROM jsonb_to_recordset($2::jsonb) AS r(id bigint, attempt int, result jsonb, progress jsonb)
 WHERE j.id = r.id AND j.attempt = r.attempt AND j.worker_id = $1 AND j.state = 'running'
 RETURNING j.id;
 
