@@ -141,8 +141,10 @@ std::vector<bool> job_complete_many(pqxx::connection& conn, int64_t worker_id,
     batch += "}";
   }
   batch += "]";
+  std::vector<int64_t> ids;
+  for (const auto& completion : completions) ids.push_back(completion.lease.job_id);
   pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_complete_many"), worker_id, batch);
+  auto rows = txn.exec_params(job_sql("job_complete_many"), worker_id, batch, sql_bigint_array(ids));
   std::set<int64_t> done;
   for (const auto& row : rows) done.insert(row[0].as<int64_t>());
   for (size_t completion_idx = 0; completion_idx < completions.size(); ++completion_idx) {

@@ -211,12 +211,17 @@ void Worker::produce() {
   double backoff = 0.1;
   // Outcomes waiting for the completer beyond this stop claiming (backpressure).
   const size_t max_backlog = static_cast<size_t>(options_.slots) * 4 + options_.complete_batch;
+  // While the queue is backlogged, wait for half the slots to free before claiming
+  // again: fewer, larger claims (one statement each) instead of many of one job.
+  const int refill_at = std::max(1, options_.slots / 2);
+  bool backlogged = false;
   while (!stop_) {
     int free_slots;
     {
       std::unique_lock lock(mutex_);
       free_slots = options_.slots - static_cast<int>(ready_.size()) - running_;
-      bool may_claim = free_slots > 0 && finished_.size() < max_backlog && (wake_ || Clock::now() >= next_claim);
+      bool enough_free = free_slots >= (backlogged ? refill_at : 1);
+      bool may_claim = enough_free && finished_.size() < max_backlog && (wake_ || Clock::now() >= next_claim);
       if (!may_claim) {
         // Woken by a freed slot, a NOTIFY, or the timer; at least every 100 ms to see `stop`.
         producer_cv_.wait_until(lock, std::min(next_claim, after(0.1)));
@@ -247,8 +252,9 @@ void Worker::produce() {
       }
       slots_cv_.notify_all();
     }
-    if (static_cast<int>(jobs.size()) == request.limit) {
-      next_claim = Clock::now();  // there may be more: claim again as soon as a slot frees
+    backlogged = static_cast<int>(jobs.size()) == request.limit;
+    if (backlogged) {
+      next_claim = Clock::now();  // there may be more: claim again as soon as slots free
       continue;
     }
     // Drained: sleep until the next job is due, a NOTIFY, or the poll interval.
