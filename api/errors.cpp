@@ -21,6 +21,7 @@ KindInfo info(ErrorKind kind) {
     case ErrorKind::method_not_allowed: return {405, "Method Not Allowed", "method-not-allowed"};
     case ErrorKind::conflict: return {409, "Conflict", "conflict"};
     case ErrorKind::payload_too_large: return {413, "Payload Too Large", "payload-too-large"};
+    case ErrorKind::headers_too_large: return {431, "Request Header Fields Too Large", "headers-too-large"};
     case ErrorKind::unprocessable: return {422, "Unprocessable Content", "validation-error"};
     case ErrorKind::unavailable: return {503, "Service Unavailable", "unavailable"};
     case ErrorKind::internal: return {500, "Internal Server Error", "internal"};

@@ -1,0 +1,24 @@
+// What every API handler may use: the database pool, the metrics registry and
+// limits. Owned by the server's main; handlers receive it by reference.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "api/metrics.h"
+#include "db/connection.h"
+
+namespace kforge::api {
+
+//! Shared state and settings for the v1 handlers.
+struct ApiContext {
+  db::ConnectionPool* pool = nullptr;  //!< request-handling connections
+  Metrics* metrics = nullptr;          //!< /metrics registry
+  std::string web_dir;                 //!< static UI folder
+  std::string models_dir;              //!< root under which model files may be served
+  size_t max_body_bytes = 1 << 20;     //!< request body limit (also enforced by the adapter)
+  //! Runs an op's TorchScript once in a sandbox (set by main; empty = validation without a sample run).
+  std::string probe_command;
+};
+
+}  // namespace kforge::api
