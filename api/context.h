@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "api/metrics.h"
@@ -17,8 +18,9 @@ struct ApiContext {
   std::string web_dir;                 //!< static UI folder
   std::string models_dir;              //!< root under which model files may be served
   size_t max_body_bytes = 1 << 20;     //!< request body limit (also enforced by the adapter)
-  //! Runs an op's TorchScript once in a sandbox (set by main; empty = validation without a sample run).
-  std::string probe_command;
+  double probe_wall_seconds = 20;         //!< wall limit of the sample run of a submitted op
+  int64_t probe_memory_bytes = int64_t{2} << 30;  //!< address-space limit of that run
+  int max_concurrent_probes = 2;          //!< more at once get 503 + Retry-After
 };
 
 }  // namespace kforge::api

@@ -65,6 +65,13 @@ std::optional<OpRecord> op_get(pqxx::connection& conn, int64_t op_id) {
   return op_from_row(result[0]);
 }
 
+std::optional<OpRecord> op_find_by_sha256(pqxx::connection& conn, const std::string& spec_sha256) {
+  pqxx::read_transaction txn(conn);
+  auto result = txn.exec_params(sql("op_find_by_sha256"), spec_sha256);
+  if (result.empty()) return std::nullopt;
+  return op_from_row(result[0]);
+}
+
 std::vector<OpRecord> op_list(pqxx::connection& conn, int64_t after_id, int limit) {
   pqxx::read_transaction txn(conn);
   std::vector<OpRecord> out;

@@ -20,7 +20,7 @@ struct OpRecord {
   std::string compiled_source;  //!< after the F.x rewrite
   std::string spec_json;        //!< the full op JSON
   std::string spec_sha256;
-  std::string outputs_json;     //!< [{shape, dtype}] from the sample run
+  std::string outputs_json = "{}";  //!< sample run: {outputs: [{shape, dtype}], shapes, scaled, wall_ms}
   std::string created_at;
   int64_t created_by = 0;       //!< token id, 0 = none
 };
@@ -29,6 +29,8 @@ struct OpRecord {
 OpRecord op_insert(pqxx::connection& conn, OpRecord op);
 //! One op by id.
 std::optional<OpRecord> op_get(pqxx::connection& conn, int64_t op_id);
+//! The first op with this canonical-spec hash (identical resubmissions reuse it).
+std::optional<OpRecord> op_find_by_sha256(pqxx::connection& conn, const std::string& spec_sha256);
 //! Ops newest first with id < after_id (0: from the newest).
 std::vector<OpRecord> op_list(pqxx::connection& conn, int64_t after_id, int limit);
 

@@ -41,6 +41,8 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"max-header-bytes", "KFORGE_MAX_HEADER_BYTES", "16384", "request header limit (431 above it)"},
       {"access-log", "KFORGE_ACCESS_LOG", "true", "log one line per request (true/false)", true},
       {"models-dir", "KFORGE_MODELS_DIR", "", "directory of model versions (default: <data dir>/models)"},
+      {"probe-timeout-s", "KFORGE_PROBE_TIMEOUT_S", "20", "wall/CPU limit of a submitted op's sample run"},
+      {"probe-memory-mb", "KFORGE_PROBE_MEMORY_MB", "2048", "memory limit of a submitted op's sample run"},
       {"scope", "", "submit", "token create: scopes, comma-separated (submit, admin)"},
       {"name", "", "", "token create: a name to tell the token apart"},
       {"log-level", "KFORGE_LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
   ctx.web_dir = flags.get("web-dir");
   ctx.models_dir = flags.get("models-dir").empty() ? kforge::data_dir() + "/models" : flags.get("models-dir");
   ctx.max_body_bytes = static_cast<size_t>(flags.get_int("max-body-bytes"));
+  ctx.probe_wall_seconds = flags.get_double("probe-timeout-s");
+  ctx.probe_memory_bytes = int64_t{flags.get_int("probe-memory-mb")} << 20;
   kforge::api::Router router;
   kforge::api::add_system_routes(router, state);
   kforge::api::add_v1_routes(router, ctx);

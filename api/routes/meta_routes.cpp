@@ -29,6 +29,11 @@ void add_v1_routes(Router& router, ApiContext& ctx) {
   add_admin_routes(router, ctx);
   add_leaderboard_routes(router, ctx);
   add_model_routes(router, ctx);
+  add_op_routes(router, ctx);
+  add_generation_routes(router, ctx);
+  add_training_routes(router, ctx);
+  add_evaluation_routes(router, ctx);
+  add_job_routes(router, ctx);
 }
 
 }  // namespace kforge::api

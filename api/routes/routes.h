@@ -22,6 +22,8 @@ void add_generation_routes(Router& router, ApiContext& ctx);
 void add_training_routes(Router& router, ApiContext& ctx);
 //! /v1/evaluations.
 void add_evaluation_routes(Router& router, ApiContext& ctx);
+//! /v1/jobs: every job of every kind (the CLI's `jobs list`).
+void add_job_routes(Router& router, ApiContext& ctx);
 //! /metrics (Prometheus) and /v1/openapi.json.
 void add_meta_routes(Router& router, ApiContext& ctx);
 

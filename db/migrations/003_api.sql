@@ -11,7 +11,7 @@ CREATE TABLE ops (
   compiled_source text       NOT NULL DEFAULT '',   -- after the F.x -> torch.x rewrite
   spec           jsonb       NOT NULL,              -- the full op JSON (inputs, extra_shapes, tolerance)
   spec_sha256    text        NOT NULL,              -- hex sha256 of the canonical spec
-  outputs        jsonb       NOT NULL DEFAULT '[]', -- [{shape, dtype}] from the sample run
+  outputs        jsonb       NOT NULL DEFAULT '{}', -- sample run: {outputs: [{shape, dtype}], shapes, scaled, wall_ms}
   created_by     bigint,                            -- api_tokens.id, NULL for internal (suite import)
   created_at     timestamptz NOT NULL DEFAULT now()
 );

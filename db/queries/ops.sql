@@ -36,3 +36,8 @@ ORDER BY speedup DESC NULLS LAST, id LIMIT 1;
 
 -- name: candidate_counts_for_job
 SELECT outcome, count(*) FROM candidates WHERE job_id = $1 GROUP BY outcome;
+
+-- name: op_find_by_sha256
+SELECT id, name, source, compiled_source, spec::text, spec_sha256, outputs::text,
+       to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM ops WHERE spec_sha256 = $1 ORDER BY id LIMIT 1;
