@@ -50,7 +50,8 @@ HttpResponse problem(ErrorKind kind, const std::string& detail, const std::vecto
   HttpResponse resp;
   resp.status = k.status;
   resp.content_type = "application/problem+json";
-  resp.body = body.dump();
+  // Details may quote user bytes (invalid UTF-8 in a bad body): replace, never throw.
+  resp.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return resp;
 }
 
