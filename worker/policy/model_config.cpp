@@ -56,6 +56,13 @@ ModelConfig ModelConfig::from_json_text(const std::string& text) {
     }
     std::string act = doc.value("hidden_act", std::string("silu"));
     if (act != "silu") throw ConfigError("config.json: hidden_act '" + act + "' is not supported (silu only)");
+    // transformers 5 writes rope settings as rope_parameters {rope_theta, rope_type}.
+    if (doc.contains("rope_parameters") && doc["rope_parameters"].is_object()) {
+      const Json& rope = doc["rope_parameters"];
+      config.rope_theta = rope.value("rope_theta", config.rope_theta);
+      std::string type = rope.value("rope_type", std::string("default"));
+      if (type != "default") throw ConfigError("config.json: rope_parameters.rope_type '" + type + "' is not supported");
+    }
     if (doc.contains("rope_scaling") && !doc["rope_scaling"].is_null()) {
       std::string type = doc["rope_scaling"].value("rope_type", doc["rope_scaling"].value("type", std::string("?")));
       if (type != "default") throw ConfigError("config.json: rope_scaling type '" + type + "' is not supported");
@@ -70,6 +77,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text) {
     }
     if (doc.contains("bos_token_id") && doc["bos_token_id"].is_number_integer()) config.bos_token_id = doc["bos_token_id"].get<int64_t>();
     if (doc.contains("torch_dtype") && doc["torch_dtype"].is_string()) config.torch_dtype = doc["torch_dtype"].get<std::string>();
+    if (doc.contains("dtype") && doc["dtype"].is_string()) config.torch_dtype = doc["dtype"].get<std::string>();  // transformers 5
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(std::string("config.json: mistyped field: ") + e.what());
   }

@@ -46,6 +46,11 @@ TEST(ModelConfig, ParsesQwen2AndLlamaAndRoundTrips) {
   EXPECT_TRUE(llama.qkv_bias && llama.o_bias);
   EXPECT_EQ(llama.num_key_value_heads, 4);
   EXPECT_EQ(llama.head_dim, 16);
+  auto v5 = kp::ModelConfig::from_json_text(R"({"model_type":"qwen2","vocab_size":100,"hidden_size":32,
+      "intermediate_size":64,"num_hidden_layers":2,"num_attention_heads":4,"dtype":"bfloat16",
+      "rope_parameters":{"rope_theta":5000.0,"rope_type":"default"}})");
+  EXPECT_EQ(v5.rope_theta, 5000.0);
+  EXPECT_EQ(v5.torch_dtype, "bfloat16");
   auto again = kp::ModelConfig::from_json_text(llama.to_json_text());
   EXPECT_EQ(again.head_dim, 16);
   EXPECT_TRUE(again.o_bias);
