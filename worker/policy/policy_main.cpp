@@ -2,6 +2,7 @@
 //   kforge-policy train-tokenizer | encode | init | logits | generate | bench  (--help)
 // Used by tests/parity/parity.py and bench/policy/ on hosts with only libtorch.
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -132,7 +133,7 @@ int run(const std::string& command, const kforge::Flags& flags) {
     // Raw float32 logits [T, V] of one sequence, for parity checks.
     std::vector<int64_t> ids = parse_ids(flags.get("tokens"));
     at::Tensor tokens = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     at::Tensor logits = model.forward(tokens).squeeze(0).to(at::kFloat).to(at::kCPU).contiguous();
     std::ofstream out(flags.get("out"), std::ios::binary);
     out.write(static_cast<const char*>(logits.data_ptr()), logits.numel() * sizeof(float));

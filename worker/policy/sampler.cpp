@@ -4,6 +4,7 @@
 #include "worker/policy/sampler.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,7 +69,7 @@ std::vector<Sample> sample_group(const Model& model, const Tokenizer* tokenizer,
   const double temperature = greedy ? 1.0 : options.temperature;
   const c10::Device device = model.device();
 
-  at::NoGradGuard no_grad;  // sampling never needs a graph; scoring recomputes log-probs with one
+  c10::NoGradGuard no_grad;  // sampling never needs a graph; scoring recomputes log-probs with one
   at::Generator gen = at::globalContext().defaultGenerator(device).clone();
   gen.set_current_seed(options.seed);
 

@@ -4,6 +4,7 @@
 #include "worker/policy/model.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -156,7 +157,7 @@ TEST(Model, KvCacheDecodeMatchesFullForward) {
   for (const std::string family : {"qwen2", "llama"}) {
     kp::Model model = kp::Model::random(tiny_config(family), 11);
     perturb_weights(model, 12);
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     at::Tensor tokens = random_tokens(2, 20, 300, 13);
     at::Tensor full = model.forward(tokens);
     kp::KvCache cache = model.new_cache(2, 32);
@@ -175,7 +176,7 @@ TEST(Model, KvCacheDecodeMatchesFullForward) {
 TEST(Model, RepeatedPromptCacheMatchesPerRowForward) {
   kp::Model model = kp::Model::random(tiny_config("qwen2"), 21);
   perturb_weights(model, 22);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor prompt = random_tokens(1, 10, 300, 23);
   kp::KvCache prompt_cache = model.new_cache(1, 16);
   model.forward(prompt, &prompt_cache);

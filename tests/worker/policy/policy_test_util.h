@@ -9,6 +9,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "worker/policy/model.h"
@@ -52,7 +53,7 @@ namespace kforge::test {
 inline void perturb_weights(const kforge::policy::Model& model, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   for (const auto& [name, tensor] : model.parameters()) {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     tensor.add_(at::empty(tensor.sizes(), tensor.options()).normal_(0.0, 0.05, gen));
   }
 }

@@ -4,6 +4,7 @@
 #include "worker/policy/sampler.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
 #include "tests/worker/policy/policy_test_util.h"
@@ -33,7 +34,7 @@ kp::Model chain_model(const std::vector<int>& successor) {
   config.head_dim = 64;
   config.tie_word_embeddings = false;
   kp::Model model = kp::Model::random(config, 1);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (const auto& [name, tensor] : model.parameters()) {
     if (name.find("layers.") != std::string::npos && name.find("norm") == std::string::npos) tensor.zero_();
   }
@@ -183,7 +184,7 @@ TEST(Sampler, LogprobsEqualTeacherForcedScoring) {
   auto samples = kp::sample_group(model, nullptr, prompt, options);
   std::vector<std::vector<int64_t>> prompts(3, prompt), completions;
   for (const auto& sample : samples) completions.push_back(sample.tokens);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   kp::CompletionScores scores = kp::score_completions(model, prompts, completions, 0.7);
   for (std::size_t row_idx = 0; row_idx < samples.size(); ++row_idx) {
     for (std::size_t tok_idx = 0; tok_idx < samples[row_idx].logprobs.size(); ++tok_idx) {

@@ -4,6 +4,7 @@
 #include "worker/policy/scoring.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
 #include "tests/worker/policy/policy_test_util.h"
@@ -17,7 +18,7 @@ TEST(Scoring, MatchesManualLogSoftmaxPerRow) {
   perturb_weights(model, 42);
   std::vector<std::vector<int64_t>> prompts{{1, 2, 3}, {7}, {9, 9, 9, 9, 9}};
   std::vector<std::vector<int64_t>> completions{{4, 5}, {8, 100, 200, 299}, {1}};
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (double temperature : {1.0, 0.5}) {
     kp::CompletionScores scores = kp::score_completions(model, prompts, completions, temperature);
     ASSERT_EQ(scores.logprobs.sizes(), (std::vector<int64_t>{3, 4}));
@@ -54,7 +55,7 @@ TEST(Scoring, GradientFlowsToWeights) {
   // A gradient step along -grad raises the scored log-prob.
   double before = loss.item<double>();
   {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     for (const auto& tensor : model.parameter_list()) tensor.sub_(tensor.grad() * 0.5);
   }
   kp::CompletionScores after = kp::score_completions(model, {{1, 2, 3}, {4}}, {{5, 6}, {7, 8, 9}});
