@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -122,9 +123,18 @@ int run(const std::string& command, const kforge::Flags& flags) {
     return 0;
   }
   if (command == "init") {
-    kp::ModelConfig config = kp::model_preset(flags.get("preset"), flags.get_int("vocab-size"));
+    // With --tokenizer, the vocabulary size comes from it and tokenizer.json is saved alongside.
+    std::optional<kp::Tokenizer> tokenizer;
+    if (!flags.get("tokenizer").empty()) tokenizer = kp::Tokenizer::load(flags.get("tokenizer"));
+    kp::ModelConfig config = kp::model_preset(flags.get("preset"), tokenizer ? tokenizer->vocab_size() : flags.get_int("vocab-size"));
+    if (tokenizer) {
+      for (const auto& added : tokenizer->added_tokens()) {
+        if (added.content == "<|endoftext|>") config.eos_token_ids = {added.id};
+      }
+    }
     kp::Model model = kp::Model::random(config, static_cast<uint64_t>(flags.get_int("seed")), {"cpu", flags.get("dtype").empty() ? "float32" : flags.get("dtype")});
     model.save(flags.get("out"));
+    if (tokenizer) tokenizer->save(flags.get("out") + "/tokenizer.json");
     std::cout << "wrote " << flags.get("out") << " (" << config.parameter_count() << " parameters)\n";
     return 0;
   }

@@ -57,6 +57,13 @@ std::vector<Sample> sample_group(const Model& model, const Tokenizer* tokenizer,
   for (const auto& stop : options.stop) {
     if (stop.empty()) throw std::invalid_argument("sample_group: empty stop string");
   }
+  for (int64_t id : prompt) {
+    // Checked here on the host: an out-of-range id on a GPU would be a device-side assert.
+    if (id < 0 || id >= model.config().vocab_size) {
+      throw std::invalid_argument("sample_group: prompt token " + std::to_string(id) + " outside [0, " +
+                                  std::to_string(model.config().vocab_size) + ")");
+    }
+  }
   const int64_t group = options.group_size;
   const int64_t prompt_len = static_cast<int64_t>(prompt.size());
   const int64_t capacity = prompt_len + options.max_new_tokens;

@@ -31,6 +31,18 @@ CompletionScores score_completions(const Model& model, const std::vector<std::ve
     total_len = std::max<int64_t>(total_len, prompts[row_idx].size() + completions[row_idx].size());
     completion_len = std::max<int64_t>(completion_len, completions[row_idx].size());
   }
+  const int64_t vocab = model.config().vocab_size;
+  for (int64_t row_idx = 0; row_idx < batch; ++row_idx) {
+    for (const auto* ids : {&prompts[row_idx], &completions[row_idx]}) {
+      for (int64_t id : *ids) {
+        // Checked on the host: an out-of-range id on a GPU would be a device-side assert.
+        if (id < 0 || id >= vocab) {
+          throw std::invalid_argument("score_completions: row " + std::to_string(row_idx) + " has token " + std::to_string(id) +
+                                      " outside [0, " + std::to_string(vocab) + ")");
+        }
+      }
+    }
+  }
   if (completion_len == 0) throw std::invalid_argument("score_completions: every completion is empty");
   std::vector<int64_t> input(batch * total_len, 0), positions(batch * completion_len, 0), targets(batch * completion_len, 0);
   std::vector<float> mask(batch * completion_len, 0.f);

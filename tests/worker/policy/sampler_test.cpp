@@ -197,6 +197,7 @@ TEST(Sampler, BadOptionsAreRefused) {
   kp::Model model = kp::Model::random(tiny_config("qwen2"), 1);
   kp::SampleOptions options;
   EXPECT_THROW(kp::sample_group(model, nullptr, {}, options), std::invalid_argument);
+  EXPECT_THROW(kp::sample_group(model, nullptr, {5, 300}, options), std::invalid_argument);
   options.top_p = 0;
   EXPECT_THROW(kp::sample_group(model, nullptr, {1}, options), std::invalid_argument);
   options.top_p = 1;

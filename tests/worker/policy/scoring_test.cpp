@@ -67,4 +67,6 @@ TEST(Scoring, BadBatchesAreRefused) {
   EXPECT_THROW(kp::score_completions(model, {{1}}, {}), std::invalid_argument);
   EXPECT_THROW(kp::score_completions(model, {{}}, {{1}}), std::invalid_argument);
   EXPECT_THROW(kp::score_completions(model, {{1}}, {{}}), std::invalid_argument);
+  EXPECT_THROW(kp::score_completions(model, {{1}}, {{300}}), std::invalid_argument);  // vocab is 300
+  EXPECT_THROW(kp::score_completions(model, {{-1}}, {{2}}), std::invalid_argument);
 }
