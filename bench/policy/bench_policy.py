@@ -46,7 +46,7 @@ def save_hf_model(kforge, case, workdir):
     return path
 
 
-def transformers_bench(case, model_dir, repeats):
+def transformers_bench(case, model_dir, repeats, loop=False):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -75,8 +75,38 @@ def transformers_bench(case, model_dir, repeats):
             generated = (out.shape[1] - case["prompt_len"]) * case["group"]
             runs.append({"wall_s": wall, "generated_tokens": generated, "tokens_per_s": generated / wall})
     rates = sorted(r["tokens_per_s"] for r in runs)
-    return {"engine": "transformers", "attn_implementation": getattr(model.config, "_attn_implementation", None),
-            "tokens_per_s": rates[len(rates) // 2], "runs": runs}
+    result = {"engine": "transformers", "attn_implementation": getattr(model.config, "_attn_implementation", None),
+              "tokens_per_s": rates[len(rates) // 2], "runs": runs}
+    if loop:
+        result["forward_loop"] = transformers_forward_loop(model, input_ids, case, sync)
+    return result
+
+
+def transformers_forward_loop(model, input_ids, case, sync):
+    """A lower bound on transformers' per-step cost: model() calls in a bare loop with its
+    DynamicCache and multinomial sampling, no generate() machinery, no per-step host sync."""
+    import torch
+    from transformers import DynamicCache
+
+    def decode(new_tokens):
+        cache = DynamicCache()
+        out = model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        logits = out.logits[:, -1]
+        for _ in range(new_tokens):
+            next_ids = torch.multinomial(torch.softmax(logits.float(), -1), 1)
+            out = model(input_ids=next_ids, past_key_values=cache, use_cache=True)
+            logits = out.logits[:, -1]
+        return logits
+
+    with torch.no_grad():
+        decode(16)  # warm-up
+        sync()
+        started = time.perf_counter()
+        decode(case["new_tokens"])
+        sync()
+        wall = time.perf_counter() - started
+    generated = case["new_tokens"] * case["group"]
+    return {"wall_s": wall, "generated_tokens": generated, "tokens_per_s": generated / wall}
 
 
 def environment():
@@ -100,6 +130,8 @@ def main():
     parser.add_argument("--cases", default="", help="run cases whose name starts with this")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--no-transformers", action="store_true")
+    parser.add_argument("--hf-repeats", type=int, default=1, help="timed transformers generate() runs")
+    parser.add_argument("--hf-loop", action="store_true", help="also time a bare transformers forward loop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     with open(os.path.join(HERE, "cases.json")) as f:
@@ -113,11 +145,13 @@ def main():
                 model_dir = save_hf_model(args.kforge, case, workdir)
                 entry["kforge"] = kforge_bench(args.kforge, case, model_dir, args.repeats)
                 if use_hf:
-                    entry["transformers"] = transformers_bench(case, model_dir, args.repeats)
+                    entry["transformers"] = transformers_bench(case, model_dir, args.hf_repeats, args.hf_loop)
                     entry["speedup"] = entry["kforge"]["tokens_per_s"] / entry["transformers"]["tokens_per_s"]
                 log(f"{case['name']}: kforge {entry['kforge']['tokens_per_s']:.0f} tok/s"
                     + (f", transformers {entry['transformers']['tokens_per_s']:.0f} tok/s, ratio {entry['speedup']:.2f}x"
-                       if "transformers" in entry else ""))
+                       if "transformers" in entry else "")
+                    + (f", transformers forward loop {entry['transformers']['forward_loop']['tokens_per_s']:.0f} tok/s"
+                       if "forward_loop" in entry.get("transformers", {}) else ""))
             except Exception as e:  # record and go on with the next case
                 entry["error"] = str(e)[-2000:]
                 log(f"{case['name']}: FAILED {entry['error']}")
