@@ -1,11 +1,11 @@
 // The built-in op suite (suite/level*/*.json): every file is a valid op, the split
-// is stratified ~80/20, and every reference compiles and runs on its smallest shape.
-// Run: ctest -R suite_reference (a few seconds; libtorch only, no database).
+// is stratified ~80/20, and every reference parses, compiles and runs through the
+// harness's reference runner on its smallest shape.
+// Run: ctest -R suite_reference (about a second; no database).
 #include <gtest/gtest.h>
-#include <ATen/ATen.h>
-#include <torch/jit.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +13,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "worker/harness/op_spec.h"
+#include "worker/harness/reference.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -32,31 +35,6 @@ std::vector<json> load_suite() {
     ops.push_back(op);
   }
   return ops;
-}
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
-// Inputs drawn from the op's declared distributions (same forms the harness reads).
-at::Tensor make_input(const json& input, const std::vector<int64_t>& shape) {
-  const json& dist = input["dist"];
-  auto opts = at::TensorOptions().dtype(at::kFloat);
-  if (dist.is_string() && dist == "normal") return at::randn(shape, opts);
-  if (dist.is_string() && dist == "uniform") return at::rand(shape, opts);
-  if (dist.contains("normal")) return at::randn(shape, opts) * dist["normal"][1].get<double>() +
-                                       dist["normal"][0].get<double>();
-  if (dist.contains("uniform")) {
-    double lo = dist["uniform"][0], hi = dist["uniform"][1];
-    return at::rand(shape, opts) * (hi - lo) + lo;
-  }
-  if (dist.contains("randint"))
-    return at::randint(dist["randint"][0].get<int64_t>(), dist["randint"][1].get<int64_t>(), shape,
-                          at::TensorOptions().dtype(at::kLong));
-  ADD_FAILURE() << "unknown dist " << dist.dump();
-  return {};
 }
 
 }  // namespace
@@ -95,43 +73,42 @@ TEST(Suite, HasEnoughOpsPerLevelWithStratifiedSplit) {
   }
 }
 
-TEST(Suite, EveryReferenceCompilesAndRunsOnItsSmallestShape) {
-  at::manual_seed(7);
+TEST(Suite, EveryReferenceRunsThroughTheHarnessOnItsSmallestShape) {
   auto ops = load_suite();
   ASSERT_FALSE(ops.empty());
   for (const auto& op : ops) {
-    std::string name = op["name"];
-    SCOPED_TRACE(name);
-    std::shared_ptr<torch::jit::CompilationUnit> unit;
-    try {
-      unit = torch::jit::compile(op["source"].get<std::string>());
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << name << " does not compile: " << e.what();
+    std::string path = op["_path"];
+    SCOPED_TRACE(path);
+    json plain = op;
+    plain.erase("_path");
+    auto parsed = kforge::harness::parse_op_spec(plain.dump());
+    ASSERT_TRUE(parsed.ok()) << path << ": " << kforge::harness::describe_errors(parsed.errors);
+    const auto& spec = parsed.spec;
+    std::string error;
+    auto reference = kforge::harness::Reference::compile(spec, error);
+    if (!reference) {
+      ADD_FAILURE() << path << " does not compile: " << error;
       continue;
     }
     // The smallest extra shape keeps the whole suite to a few seconds.
-    const json* smallest = &op["extra_shapes"][0];
-    auto size_of = [&](const json& shapes) {
+    auto size_of = [](const kforge::harness::ShapeSet& shapes) {
       int64_t n = 0;
-      for (const auto& input : op["inputs"])
-        n += numel(shapes[input["name"].get<std::string>()].get<std::vector<int64_t>>());
+      for (const auto& [name, shape] : shapes) n += kforge::harness::shape_numel(shape);
       return n;
     };
-    for (const auto& extra : op["extra_shapes"])
-      if (size_of(extra) < size_of(*smallest)) smallest = &extra;
-    std::vector<c10::IValue> args;
-    for (const auto& input : op["inputs"])
-      args.push_back(make_input(input, (*smallest)[input["name"].get<std::string>()]));
-    try {
-      auto result = (*unit).get_function("forward")(args);
-      ASSERT_TRUE(result.isTensor()) << name << " must return one tensor";
-      auto out = result.toTensor();
-      EXPECT_GT(out.numel(), 0);
-      if (out.is_floating_point()) {
-        EXPECT_TRUE(at::isfinite(out).all().item<bool>()) << name << ": non-finite reference output";
+    const kforge::harness::ShapeSet* smallest = &spec.extra_shapes.at(0);
+    for (const auto& shapes : spec.extra_shapes)
+      if (size_of(shapes) < size_of(*smallest)) smallest = &shapes;
+    auto run = reference->run(kforge::harness::make_inputs(spec, *smallest, 7));
+    ASSERT_TRUE(run.error.empty()) << path << " fails at run time: " << run.error;
+    ASSERT_EQ(run.outputs.size(), 1u) << path << " must return one tensor";
+    const auto& out = run.outputs[0];
+    EXPECT_GT(out.numel(), 0);
+    for (int64_t index = 0; index < out.numel(); ++index) {
+      if (!std::isfinite(out.value_at(index))) {
+        ADD_FAILURE() << path << ": non-finite reference output at " << index;
+        break;
       }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << name << " fails at run time: " << e.what();
     }
   }
 }
