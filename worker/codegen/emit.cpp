@@ -18,7 +18,7 @@ namespace {
 // names gets a different parameter name (launch args are positional).
 const std::set<std::string> kReserved = {
     "i", "j", "n", "kk", "k0", "m", "m0", "lx", "ly", "lid", "gid", "row", "col", "bat", "base", "len", "inner",
-    "groups", "acc", "red", "tile_a", "tile_b", "partial", "M", "N", "K", "stride", "step", "out", "wr", "tr",
+    "groups", "acc", "red", "tile_a", "tile_b", "M", "N", "K", "stride", "step", "out", "wr", "tr",
     "ri", "am", "ak", "bk", "bn", "bv", "c0", "c1", "c2", "c3", "c4", "c5", "kernel", "global", "local", "constant", "private",
     "float", "int", "half", "double", "long", "char", "short", "uint", "bool", "void"};
 
@@ -78,8 +78,10 @@ struct Kernel {
     }
     for (size_t idx = 0; idx < launch.size(); ++idx) all_args += (idx ? "," : "") + launch[idx];
     out << "// kforge-launch: " << name << " grid=" << grid << " block=" << block << " args=" << all_args << "\n";
-    out << "__kernel " << attributes << "void " << name << "(";
-    std::string indent(std::string("__kernel ").size() + attributes.size() + 5 + name.size() + 1, ' ');
+    std::string head = attributes.empty() ? "__kernel void " + name + "(" : "void " + name + "(";
+    if (!attributes.empty()) out << "__kernel " << attributes.substr(0, attributes.size() - 1) << "\n";
+    out << head;
+    std::string indent(head.size(), ' ');
     for (size_t idx = 0; idx < all_params.size(); ++idx) {
       if (idx) out << ",\n" << indent;
       out << all_params[idx];
@@ -133,8 +135,10 @@ class ProgramEmitter {
     std::string kernels;
     for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
       const Stage& stage = a_.stages[stage_idx];
-      std::string base = a_.op_name;
-      if (a_.stages.size() > 1) base += "_" + std::to_string(stage_idx);
+      // Kernel names carry the stage kind, so an op named like a builtin (abs, exp) stays legal.
+      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul"};
+      std::string base = a_.op_name + "_" + kSuffix[static_cast<int>(stage.kind)];
+      if (a_.stages.size() > 1) base += std::to_string(stage_idx);
       std::string err;
       std::string text;
       switch (stage.kind) {
@@ -383,8 +387,9 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
   std::string len = k.size(ref[axis].expr(), "len");
   std::string inner = last ? "1" : k.size(numel_expr(inner_dims), "inner");
-  std::string groups = k.size(numel_expr(outer_dims) + (last ? "" : "*" + numel_expr(inner_dims)), "groups");
-  if (outer_dims.empty() && last) groups = "1";
+  std::string groups = "1";
+  if (!group && !(outer_dims.empty() && last))
+    groups = k.size(numel_expr(outer_dims) + (last ? "" : "*" + numel_expr(inner_dims)), "groups");
   const std::string full_idx = group ? "base + col" : (last ? "base + ri" : "base + ri * " + inner);
   const std::string lane_idx = group ? "col" : "ri";
   const std::string group_idx = group ? "row" : "gid";
