@@ -97,6 +97,14 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
+// Re-indents emitted lines (each already ends in a newline) to `to`.
+std::string reindent(const std::string& text, const std::string& to) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) out += to + line.substr(std::min(line.find_first_not_of(' '), line.size())) + "\n";
+  return out;
+}
+
 // Lines of a local-memory tree reduction of `var` over a work-group of `wg` items.
 std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent) {
   std::ostringstream s;
@@ -263,12 +271,6 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     body << ind << "const int i = get_global_id(0)" << vec_mul << ";\n";
   }
   body << ind << "if (i >= " << n << ") return;\n";
-  auto reindent = [&](const std::string& text, const std::string& to) {
-    std::istringstream in(text);
-    std::string line, out;
-    while (std::getline(in, line)) out += to + line.substr(line.find_first_not_of(' ')) + "\n";
-    return out;
-  };
   if (vec == 1) {
     body << reindent(coord_lines, ind) << reindent(scalar_lines, ind) << ind << k.output_buffer << "[i] = " << result
          << ";\n";
@@ -394,24 +396,36 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   const std::string lane_idx = group ? "col" : "ri";
   const std::string group_idx = group ? "row" : "gid";
 
-  int counter = 0;
-  ExprEmitter e(g_, 1, &counter);
-  e.red_len = len;
-  e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
-  e.hoist = [&](int id) {
-    Pattern p = patterns.of(id);
-    return p == Pattern::group || p == Pattern::scalar;
-  };
-  e.load = [&](int id, const std::vector<std::string>&) -> std::string {
-    std::string buf = k.buffer(buffer_name(id));
-    switch (patterns.of(id)) {
-      case Pattern::scalar: return buf + "[0]";
-      case Pattern::lane: return buf + "[" + lane_idx + "]";
-      case Pattern::group: return buf + "[" + group_idx + "]";
-      case Pattern::full: return buf + "[" + full_idx + "]";
-    }
+  // vector_width > 1 (item strategy, last dim): floatN loads along the row, a scalar tail.
+  const int vec = s_.vector_width;
+  if (vec > 1 && (group || !last)) {
+    err = "vector_width applies to the item strategy over the last dim only";
     return "";
+  }
+  int counter = 0;
+  auto make = [&](int width) {
+    ExprEmitter e(g_, width, &counter);
+    e.red_len = len;
+    e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+    e.hoist = [&](int id) {
+      Pattern p = patterns.of(id);
+      return p == Pattern::group || p == Pattern::scalar;
+    };
+    e.load = [&, width](int id, const std::vector<std::string>&) -> std::string {
+      std::string buf = k.buffer(buffer_name(id));
+      std::string vload = "vload" + std::to_string(width) + "(0, " + buf + " + ";
+      switch (patterns.of(id)) {
+        case Pattern::scalar: return buf + "[0]";
+        case Pattern::lane: return width > 1 ? vload + lane_idx + ")" : buf + "[" + lane_idx + "]";
+        case Pattern::group: return buf + "[" + group_idx + "]";
+        case Pattern::full: return width > 1 ? vload + full_idx + ")" : buf + "[" + full_idx + "]";
+      }
+      return "";
+    };
+    return e;
   };
+  ExprEmitter e = make(1);
+  ExprEmitter ev = make(std::max(vec, 1));
 
   std::vector<int> reduces;
   for (int id = 0; id <= stage.root; ++id) {
@@ -463,21 +477,53 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   }
   const std::string loop = group ? "for (int col = lid; col < " + len + "; col += " + std::to_string(wg) + ")"
                                  : "for (int ri = 0; ri < " + len + "; ++ri)";
+  const std::string vn = std::to_string(vec);
+  const std::string vloop = "for (; ri + " + vn + " <= " + len + "; ri += " + vn + ")";
+  const std::string tail_loop = "for (; ri < " + len + "; ++ri)";
   for (size_t red_idx = 0; red_idx < reduces.size(); ++red_idx) {
     const Node& r = g_.nodes[reduces[red_idx]];
     std::string acc = "acc" + std::to_string(red_idx);
     std::string v = e.value(r.args[0], {});
     std::string loop_lines = e.take_lines("    ");
+    if (vec > 1) {
+      std::string vv = ev.value(r.args[0], {});
+      std::string vlines = ev.take_lines("    ");
+      body << ev.take_outer("  ") << e.take_outer("  ");
+      std::string accv = acc + "v";
+      std::string h = accv + ".s0";
+      for (int lane = 1; lane < vec; ++lane) h = combine_code(r.op, h, accv + ".s" + "0123456789abcdef"[lane]);
+      body << "  float " << acc << ";\n  {\n";
+      body << "    float" << vn << " " << accv << " = (float" << vn << ")(" << reduce_init(r.op) << ");\n";
+      body << "    int ri = 0;\n" << unroll_pragma(s_.unroll, "    ");
+      body << "    " << vloop << " {\n" << reindent(vlines, "      ") << "      " << accv << " = "
+           << combine_code(r.op, accv, vv) << ";\n    }\n";
+      body << "    " << acc << " = " << h << ";\n";
+      body << "    " << tail_loop << " {\n" << reindent(loop_lines, "      ") << "      " << acc << " = "
+           << combine_code(r.op, acc, v) << ";\n    }\n  }\n";
+      e.known[reduces[red_idx]] = acc;
+      ev.known[reduces[red_idx]] = acc;
+      continue;
+    }
     body << e.take_outer("  ");
     body << "  float " << acc << " = " << reduce_init(r.op) << ";\n";
     if (!group) body << unroll_pragma(s_.unroll, "  ");
     body << "  " << loop << " {\n" << loop_lines << "    " << acc << " = " << combine_code(r.op, acc, v) << ";\n  }\n";
     if (group) body << group_reduce(acc, r.op, wg, "  ");
     e.known[reduces[red_idx]] = acc;
+    ev.known[reduces[red_idx]] = acc;
   }
   Pattern out_pattern = patterns.of(stage.root);
   std::string result = e.value(stage.root, {});
-  if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
+  if ((out_pattern == Pattern::full || out_pattern == Pattern::lane) && vec > 1) {
+    std::string loop_lines = e.take_lines("    ");
+    std::string vresult = ev.value(stage.root, {});
+    std::string vlines = ev.take_lines("    ");
+    body << ev.take_outer("  ") << e.take_outer("  ");
+    body << "  int ri = 0;\n  " << vloop << " {\n" << vlines << "    vstore" << vn << "(" << vresult << ", 0, "
+         << k.output_buffer << " + " << full_idx << ");\n  }\n";
+    body << "  " << tail_loop << " {\n" << loop_lines << "    " << k.output_buffer << "[" << full_idx << "] = " << result
+         << ";\n  }\n";
+  } else if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
     std::string loop_lines = e.take_lines("    ");
     body << e.take_outer("  ");
     body << "  " << loop << " {\n" << loop_lines << "    " << k.output_buffer << "[" << full_idx << "] = " << result << ";\n  }\n";

@@ -73,6 +73,7 @@ std::string ExprEmitter::value(int id, const std::vector<std::string>& coords) {
     return memo[key] = value(node.args[0], arg_coords);
   }
   bool boolean = false;
+  current_outer_ = outer;
   std::string expr = compute(id, coords, boolean);
   std::string var = "v" + std::to_string((*counter_)++);
   (outer ? outer_ : lines_).push_back("const " + type(boolean) + " " + var + " = " + expr + ";");
@@ -103,9 +104,17 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
   if (node.kind == NodeKind::unary) {
     std::string a = f(0);
     if (op == "relu") return "fmax(" + a + ", " + broadcast("0.0f") + ")";
-    if (op == "gelu") return "0.5f * " + a + " * (1.0f + erf(" + a + " * 0.707106781f))";
-    if (op == "gelu_tanh")
-      return "0.5f * " + a + " * (1.0f + tanh(0.797884561f * (" + a + " + 0.044715f * " + a + " * " + a + " * " + a + ")))";
+    if (op == "gelu") {
+      std::string scaled = helper("const " + type(false) + " %s = " + a + " * 0.707106781f;");
+      return "0.5f * " + a + " * (1.0f + " + fast_erf(scaled) + ")";
+    }
+    if (op == "gelu_tanh") {
+      std::string inner = helper("const " + type(false) + " %s = 0.797884561f * (" + a + " + 0.044715f * " + a + " * " +
+                                 a + " * " + a + ");");
+      return "0.5f * " + a + " * (1.0f + " + fast_tanh(inner) + ")";
+    }
+    if (op == "erf") return fast_erf(a);
+    if (op == "tanh") return fast_tanh(a);
     if (op == "silu") return a + " / (1.0f + exp(-" + a + "))";
     if (op == "sigmoid") return "1.0f / (1.0f + exp(-" + a + "))";
     if (op == "abs") return "fabs(" + a + ")";
@@ -128,8 +137,8 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
       if (e == -1.0) return "1.0f / " + a;
       return "pow(" + a + ", " + broadcast(float_literal(e)) + ")";
     }
-    static const std::vector<std::string> kDirect = {"tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos",
-                                                     "erf", "expm1", "floor", "ceil", "sign"};
+    static const std::vector<std::string> kDirect = {"exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos",
+                                                     "expm1", "floor", "ceil", "sign"};
     for (const auto& name : kDirect)
       if (op == name) return name + "(" + a + ")";
     throw std::logic_error("unary op without emission: " + op);
@@ -159,6 +168,29 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
     return c + " ? " + a + " : " + b;
   }
   throw std::logic_error("node kind without expression emission (reduce or matmul outside its stage)");
+}
+
+// An extra statement line (with a fresh variable name substituted for %s) in the
+// scope of the node being computed; returns the variable.
+std::string ExprEmitter::helper(const std::string& pattern) {
+  std::string var = "v" + std::to_string((*counter_)++);
+  std::string line = pattern;
+  line.replace(line.find("%s"), 2, var);
+  (current_outer_ ? outer_ : lines_).push_back(line);
+  return var;
+}
+
+// erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): exp and a polynomial
+// vectorise, where the libm erf call does not.
+std::string ExprEmitter::fast_erf(const std::string& a) {
+  std::string t = helper("const " + type(false) + " %s = 1.0f / (1.0f + 0.3275911f * fabs(" + a + "));");
+  return "copysign(1.0f - ((((1.061405429f * " + t + " - 1.453152027f) * " + t + " + 1.421413741f) * " + t +
+         " - 0.284496736f) * " + t + " + 0.254829592f) * " + t + " * exp(-" + a + " * " + a + "), " + a + ")";
+}
+
+// tanh(a) = 1 - 2 / (exp(2a) + 1): exact at the extremes (exp overflows to inf -> 1).
+std::string ExprEmitter::fast_tanh(const std::string& a) {
+  return "1.0f - 2.0f / (exp(2.0f * " + a + ") + 1.0f)";
 }
 
 std::string ExprEmitter::take_lines(const std::string& indent) {

@@ -59,7 +59,11 @@ class ExprEmitter {
   std::string as_float(const std::string& var) const;
   std::string as_cond(const std::string& var) const;
   std::string broadcast(const std::string& scalar) const;
+  bool current_outer_ = false;
   std::string compute(int id, const std::vector<std::string>& coords, bool& boolean);
+  std::string helper(const std::string& pattern);
+  std::string fast_erf(const std::string& a);
+  std::string fast_tanh(const std::string& a);
 };
 
 }  // namespace kforge::codegen

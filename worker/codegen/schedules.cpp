@@ -2,6 +2,7 @@
 // from. Built from the stage kinds; a variant is kept only if it emits a program
 // that differs from every variant before it. Test: ctest -R codegen.
 #include <set>
+#include <tuple>
 
 #include "worker/codegen/codegen.h"
 
@@ -35,14 +36,15 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
           s.work_group = wg;
           candidates.push_back(s);
         }
-        for (int wg : {16, 64}) {
-          for (int u : {1, 4}) {
-            Schedule s = base;
-            s.reduce = ReduceStrategy::item;
-            s.work_group = wg;
-            s.unroll = std::max(u, unroll);
-            candidates.push_back(s);
-          }
+        // item: (work_group, vector_width, unroll); vectors only apply to last-dim rows.
+        for (auto [wg, vec, u] : std::vector<std::tuple<int, int, int>>{
+                 {16, 8, 1}, {64, 4, 1}, {16, 8, 4}, {16, 1, 1}, {64, 1, 4}}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::item;
+          s.work_group = wg;
+          s.vector_width = vec;
+          s.unroll = std::max(u, unroll);
+          candidates.push_back(s);
         }
       } else if (full) {
         for (int wg : {128, 256})
