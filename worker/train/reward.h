@@ -28,6 +28,8 @@ struct CheckSummary {
   Outcome outcome = Outcome::format_error;  //!< the harness outcome
   double speedup = 0.0;                     //!< eager time / kernel time, meaningful when correct
   bool suspicious = false;                  //!< speedup above the harness's sanity bound
+  //! For a rule_violation: the harness ran it anyway and the output matched (reward hacking).
+  bool output_matched = false;
 };
 
 //! Per-outcome credit and speed bonus; defaults follow DESIGN.md.

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -222,40 +223,52 @@ TEST(TokenHelpers, EntropyAndGatheredLogprobs) {
               at::log_softmax(logits[1][2], -1)[tokens[1][2].item<int64_t>()].item<double>(), 1e-6);
 }
 
-// The test: reward 1 for completions containing token 5, else 0. A few GRPO
-// steps (sample G per group, advantages, two clipped updates on the same samples)
-// must raise the probability of token 5 and the mean reward.
+// The test at the loss level: reward 1 for completions containing token 5,
+// else 0. A few GRPO steps (sample G per group, advantages, two clipped updates on the
+// same samples) must raise the probability of token 5 and the mean reward.
 TEST(GrpoSteps, RewardForContainingATokenRaisesItsProbability) {
-  constexpr int64_t kVocab = 8, kTarget = 5, kLength = 4, kGroups = 4, kGroupSize = 8;
-  test::TinyBigramPolicy policy(kVocab, /*seed=*/11);
+  constexpr int64_t kTarget = 5;
+  constexpr int kGroups = 4, kGroupSize = 8;
+  test::TinyBigramPolicy policy(/*vocab=*/9, /*seed=*/11);
+  SamplingConfig sampling;
+  sampling.max_new_tokens = 4;
   OptimConfig optim_config;
   optim_config.lr = 0.05;
   optim_config.weight_decay = 0.0;
   optim_config.total_steps = 100;
-  Optimizer optimizer({policy.table}, optim_config);
+  Optimizer optimizer(policy.parameters(), optim_config);
   double prob_before = policy.mean_prob(kTarget);
   double first_reward = -1, last_reward = -1;
   for (int step_idx = 0; step_idx < 10; ++step_idx) {
-    at::Tensor tokens = policy.sample(kGroups * kGroupSize, kLength);
+    std::vector<std::vector<int64_t>> prompts, completions;
     std::vector<double> rewards;
-    for (int64_t seq_idx = 0; seq_idx < tokens.size(0); ++seq_idx)
-      rewards.push_back((tokens[seq_idx] == kTarget).any().item<bool>() ? 1.0 : 0.0);
+    for (int group_idx = 0; group_idx < kGroups; ++group_idx) {
+      std::vector<int64_t> prompt = {group_idx};
+      for (auto& sample : policy.sample(prompt, kGroupSize, sampling, 100 * step_idx + group_idx)) {
+        bool has_target = std::find(sample.tokens.begin(), sample.tokens.end(), kTarget) != sample.tokens.end();
+        rewards.push_back(has_target ? 1.0 : 0.0);
+        prompts.push_back(prompt);
+        completions.push_back(sample.tokens);
+      }
+    }
     double mean_reward = 0;
     for (double r : rewards) mean_reward += r / rewards.size();
     if (first_reward < 0) first_reward = mean_reward;
     last_reward = mean_reward;
     GroupAdvantages adv = group_advantages(rewards, kGroupSize, true);
-    at::Tensor keep = at::zeros({tokens.size(0)});
-    for (size_t sample_idx = 0; sample_idx < adv.keep.size(); ++sample_idx) keep[sample_idx] = adv.keep[sample_idx] ? 1.0 : 0.0;
-    at::Tensor old_logp = gather_token_logprobs(policy.logits(tokens), tokens).detach();
+    at::Tensor keep = at::zeros({static_cast<int64_t>(rewards.size()), 1});
+    for (size_t sample_idx = 0; sample_idx < adv.keep.size(); ++sample_idx)
+      keep[sample_idx][0] = adv.keep[sample_idx] ? 1.0 : 0.0;
+    ScoredCompletions old_scores = policy.score(prompts, completions);
+    at::Tensor old_logp = old_scores.logprobs.detach();
     for (int epoch = 0; epoch < 2; ++epoch) {
-      at::Tensor logits = policy.logits(tokens);
+      ScoredCompletions scores = policy.score(prompts, completions);
       GrpoLossInputs in;
-      in.logp = gather_token_logprobs(logits, tokens);
+      in.logp = scores.logprobs;
       in.old_logp = old_logp;
       in.advantages = at::tensor(adv.advantages, at::kDouble).to(at::kFloat);
-      in.mask = keep.unsqueeze(1).expand({tokens.size(0), kLength}).contiguous();
-      in.entropy = token_entropy(logits);
+      in.mask = scores.mask * keep;
+      in.entropy = -old_logp;
       GrpoLossResult out = grpo_loss(in, {});
       if (out.active_tokens == 0) continue;
       (out.loss * optimizer.loss_scale()).backward();
@@ -267,6 +280,6 @@ TEST(GrpoSteps, RewardForContainingATokenRaisesItsProbability) {
   double prob_after = policy.mean_prob(kTarget);
   std::cerr << "p(token 5) " << prob_before << " -> " << prob_after << ", mean reward " << first_reward << " -> "
             << last_reward << "\n";
-  EXPECT_GT(prob_after, 2 * prob_before) << "before " << prob_before << " after " << prob_after;
+  EXPECT_GT(prob_after, 2 * prob_before);
   EXPECT_GT(last_reward, first_reward);
 }
