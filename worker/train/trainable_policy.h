@@ -42,6 +42,8 @@ class TrainablePolicy {
   virtual ~TrainablePolicy() = default;
   //! Token ids of a text (no special handling beyond the tokenizer's).
   virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  //! The token that ends a completion (appended to SFT targets; sampling stops on it); -1 if none.
+  virtual int64_t eos_token() const = 0;
   //! `count` samples of `prompt`; same seed and weights give the same samples.
   virtual std::vector<Completion> sample(const std::vector<int64_t>& prompt, int count, const SamplingConfig& config,
                                          uint64_t seed) = 0;

@@ -29,6 +29,8 @@ class TinyBigramPolicy : public TrainablePolicy {
   int64_t vocab() const { return table.size(0); }
   int64_t stop_token() const { return vocab() - 1; }
 
+  int64_t eos_token() const override { return stop_token(); }
+
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> ids;
     for (char c : text) {
