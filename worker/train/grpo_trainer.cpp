@@ -235,13 +235,16 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
         batch.completions.push_back(completions[kept[idx]].tokens);
         adv.push_back(static_cast<float>(advantages.advantages[kept[idx]]));
       }
-      batch.advantages = at::tensor(adv, at::kFloat);
       at::NoGradGuard no_grad;
       ScoredCompletions old_scores = impl_->policy.score(batch.prompts, batch.completions);
-      batch.old_logp = old_scores.logprobs.detach().to(at::kFloat).cpu();
-      batch.mask = old_scores.mask.detach().to(at::kFloat).cpu();
+      // Everything stays on the policy's device; only metrics come back to the host.
+      batch.old_logp = old_scores.logprobs.detach().to(at::kFloat);
+      batch.mask = old_scores.mask.detach().to(at::kFloat);
+      batch.advantages = at::tensor(adv, at::kFloat).to(batch.old_logp.device());
       if (config.loss.kl_beta > 0)
-        batch.ref_logp = impl_->reference->score(batch.prompts, batch.completions).logprobs.detach().to(at::kFloat).cpu();
+        batch.ref_logp = impl_->reference->score(batch.prompts, batch.completions)
+                             .logprobs.detach()
+                             .to(batch.old_logp.device(), at::kFloat);
       batches.push_back(std::move(batch));
     }
     int64_t step_tokens = 0;
@@ -252,7 +255,7 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
       for (auto& batch : batches) {
         ScoredCompletions scores = impl_->policy.score(batch.prompts, batch.completions);
         GrpoLossInputs in;
-        in.logp = scores.logprobs.to(at::kFloat).cpu();
+        in.logp = scores.logprobs.to(at::kFloat);
         in.old_logp = batch.old_logp;
         in.ref_logp = batch.ref_logp;
         in.advantages = batch.advantages;
