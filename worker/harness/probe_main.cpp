@@ -1,0 +1,60 @@
+// kforge-probe: the child side of the probe. Reads {"op", "shapes", "seed"} JSON on
+// stdin, compiles and runs the reference once, prints one JSON line. Started by
+// probe_op() under limits; not meant to be run by hand (but: echo '{...}' | kforge-probe).
+#include <iostream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "worker/harness/reference.h"
+
+using namespace kforge::harness;
+
+namespace {
+
+int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr) {
+  nlohmann::json out{{"status", status}, {"message", message}};
+  if (!outputs.is_null()) out["outputs"] = outputs;
+  std::cout << out.dump() << "\n" << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+int probe_main() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  nlohmann::json request;
+  try {
+    request = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return reply("internal_error", std::string("invalid request: ") + e.what());
+  }
+  auto parsed = parse_op_spec(request["op"].dump());
+  if (!parsed.ok()) return reply("internal_error", "invalid op: " + describe_errors(parsed.errors));
+  ShapeSet shapes;
+  for (auto it = request["shapes"].begin(); it != request["shapes"].end(); ++it)
+    shapes[it.key()] = it.value().get<std::vector<int64_t>>();
+  torch_set_threads(1);  // one thread: CPU-time accounting matches wall time
+  std::string error;
+  auto reference = Reference::compile(parsed.spec, error);
+  if (!reference) return reply("compile_error", error);
+  auto inputs = make_inputs(parsed.spec, shapes, request.value("seed", uint64_t{0}));
+  auto run = reference->run(inputs);
+  if (!run.error.empty()) return reply(run.out_of_memory ? "out_of_memory" : "runtime_error", run.error);
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& output : run.outputs)
+    outputs.push_back({{"shape", output.shape}, {"dtype", dtype_name(output.dtype)}});
+  return reply("ok", "", outputs);
+}
+
+int main() {
+  try {
+    return probe_main();
+  } catch (const std::bad_alloc&) {
+    return reply("out_of_memory", "std::bad_alloc: the reference needs more memory than the probe's limit");
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    bool oom = what.find("can't allocate memory") != std::string::npos;
+    return reply(oom ? "out_of_memory" : "runtime_error", what.substr(0, what.find('\n')));
+  }
+}
