@@ -21,6 +21,7 @@ KindInfo info(ErrorKind kind) {
     case ErrorKind::method_not_allowed: return {405, "Method Not Allowed", "method-not-allowed"};
     case ErrorKind::conflict: return {409, "Conflict", "conflict"};
     case ErrorKind::payload_too_large: return {413, "Payload Too Large", "payload-too-large"};
+    case ErrorKind::headers_too_large: return {431, "Request Header Fields Too Large", "headers-too-large"};
     case ErrorKind::unprocessable: return {422, "Unprocessable Content", "validation-error"};
     case ErrorKind::unavailable: return {503, "Service Unavailable", "unavailable"};
     case ErrorKind::internal: return {500, "Internal Server Error", "internal"};
@@ -49,7 +50,8 @@ HttpResponse problem(ErrorKind kind, const std::string& detail, const std::vecto
   HttpResponse resp;
   resp.status = k.status;
   resp.content_type = "application/problem+json";
-  resp.body = body.dump();
+  // Details may quote user bytes (invalid UTF-8 in a bad body): replace, never throw.
+  resp.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return resp;
 }
 

@@ -17,6 +17,7 @@ enum class ErrorKind {
   method_not_allowed,   //!< route exists, method does not
   conflict,             //!< state does not allow the action
   payload_too_large,    //!< body over the limit
+  headers_too_large,    //!< request headers over the limit
   unprocessable,        //!< schema or semantic validation failed
   unavailable,          //!< dependency down or server saturated
   internal,             //!< a bug; details are logged, not returned

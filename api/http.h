@@ -26,6 +26,7 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body_file;  //!< when set, the adapter streams this file as the body instead
 };
 
 //! Returns the header value or "" (name must be lower-case).

@@ -41,8 +41,22 @@ bool match(const std::vector<std::string>& pattern, const std::vector<std::strin
 
 }  // namespace
 
-void Router::add(const std::string& method, const std::string& pattern, Handler handler) {
-  routes_.push_back({method, pattern, split_path(pattern), std::move(handler)});
+void Router::add(const std::string& method, const std::string& pattern, Handler handler, bool runs_inline) {
+  routes_.push_back({method, pattern, split_path(pattern), std::move(handler), runs_inline});
+}
+
+bool Router::runs_inline(const std::string& method, const std::string& path) const {
+  auto parts = split_path(path);
+  for (const auto& route : routes_) {
+    if (route.method == method && match(route.segments, parts, nullptr)) return route.runs_inline;
+  }
+  return false;
+}
+
+std::vector<std::pair<std::string, std::string>> Router::routes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& route : routes_) out.emplace_back(route.method, route.pattern);
+  return out;
 }
 
 std::string Router::route_of(const std::string& path) const {

@@ -70,7 +70,7 @@ void add_system_routes(Router& router, SystemState& state) {
     HttpResponse resp;
     resp.body = nlohmann::json{{"status", "ok"}, {"version", KFORGE_VERSION}}.dump();
     return resp;
-  });
+  }, /*runs_inline=*/true);
   router.add("GET", "/v1/ready", [&state](HttpRequest&) { return ready(state); });
   router.set_fallback([&state](HttpRequest& req) {
     if (req.method != "GET" && req.method != "HEAD") return problem(ErrorKind::not_found, "no route for " + req.path);

@@ -11,7 +11,10 @@ Client::Client(std::string base_url, std::string token) : base_url_(std::move(ba
 
 ClientResponse Client::request(const std::string& method, const std::string& path, const std::string& body) {
   try {
-    web::http::client::http_client client(base_url_);
+    // Submitting an op waits for its sandboxed sample run, so allow more than the 30 s default.
+    web::http::client::http_client_config config;
+    config.set_timeout(std::chrono::seconds(120));
+    web::http::client::http_client client(base_url_, config);
     web::http::http_request req(method);
     req.set_request_uri(path);
     if (!token_.empty()) req.headers().add("Authorization", "Bearer " + token_);

@@ -1,11 +1,17 @@
-// cpprestsdk http_listener adapter. The request body is read asynchronously and
-// the router runs in the continuation; the access log line is written here.
+// cpprestsdk http_listener adapter. Flow per request, all without blocking a
+// cpprestsdk pool thread: check headers and Content-Length -> read the body in
+// 64 KiB steps (413 as soon as it passes the limit, chunked or not) -> hand the
+// handler to the bounded executor (or run it here if the route is inline) ->
+// reply, count, log. See docs/api.md for what cpprestsdk does not let us bound.
 #include "server/http_adapter.h"
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <random>
 #include <stdexcept>
 
+#include <cpprest/filestream.h>
 #include <cpprest/http_listener.h>
 #include <cpprest/uri.h>
 
@@ -16,73 +22,195 @@ namespace kforge::server {
 
 namespace http = web::http;
 
+namespace {
+
+constexpr size_t kReadStep = 64 << 10;
+
+bool valid_request_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+std::string random_prefix() {
+  std::random_device device;
+  std::mt19937_64 gen(device());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(gen()));
+  return buf;
+}
+
+}  // namespace
+
 struct HttpServer::Impl {
   const api::Router& router;
+  api::BoundedExecutor& executor;
+  api::Metrics* metrics;
   HttpOptions options;
   std::unique_ptr<http::experimental::listener::http_listener> listener;
+  std::string id_prefix = random_prefix();
   std::atomic<uint64_t> next_request_id{1};
 
-  Impl(const api::Router& r, HttpOptions o) : router(r), options(std::move(o)) {}
+  Impl(const api::Router& r, api::BoundedExecutor& e, api::Metrics* m, HttpOptions o)
+      : router(r), executor(e), metrics(m), options(std::move(o)) {}
 
-  static void reply(http::http_request& request, const api::HttpResponse& resp) {
+  // State carried from the first callback to the reply.
+  struct Exchange {
+    http::http_request request;
+    api::HttpRequest req;
+    std::chrono::steady_clock::time_point started;
+    std::vector<unsigned char> chunk;
+  };
+
+  void finish(const std::shared_ptr<Exchange>& ex, api::HttpResponse resp, bool close_connection = false) {
     http::http_response out(static_cast<http::status_code>(resp.status));
-    out.headers().set_content_type(resp.content_type);
     for (const auto& [name, value] : resp.headers) out.headers().add(name, value);
-    out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
+    out.headers().add("X-Request-Id", ex->req.request_id);
+    if (close_connection) out.headers().add("Connection", "close");
+    if (!resp.body_file.empty() && ex->req.method != "HEAD") {
+      // Streamed from disk in cpprestsdk's chunks; never held in memory whole.
+      try {
+        std::error_code ec;
+        auto size = std::filesystem::file_size(resp.body_file, ec);
+        auto stream = concurrency::streams::file_stream<uint8_t>::open_istream(resp.body_file).get();
+        out.set_body(stream, ec ? 0 : size, resp.content_type);
+      } catch (const std::exception& e) {
+        resp = api::problem(api::ErrorKind::internal, "cannot open the file to stream it");
+        out = http::http_response(static_cast<http::status_code>(resp.status));
+        out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
+        log_error("http", "cannot stream file", {{"path", resp.body_file}, {"error", e.what()}});
+      }
+    } else if (ex->req.method == "HEAD") {
+      out.headers().set_content_length(resp.body.size());
+    } else {
+      out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
+    }
     out.headers().set_content_type(resp.content_type);
-    request.reply(out).then([](pplx::task<void> t) {
+    ex->request.reply(out).then([](pplx::task<void> t) {
       try {
         t.get();
       } catch (...) {  // client went away; nothing to do
       }
     });
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ex->started).count();
+    std::string route = router.route_of(ex->req.path);
+    if (metrics) metrics->observe_request(ex->req.method, route, resp.status, seconds);
+    if (options.access_log) {
+      char duration[32];
+      std::snprintf(duration, sizeof duration, "%.3f", seconds * 1000.0);
+      log_info("http", "request",
+               {{"method", ex->req.method}, {"route", route.empty() ? ex->req.path : route},
+                {"status", std::to_string(resp.status)}, {"duration_ms", duration},
+                {"request_id", ex->req.request_id}});
+    }
+  }
+
+  // Stops cpprestsdk from buffering the rest of an oversized body: its reader
+  // fails on the next write and the connection closes after our 413.
+  static void abandon_body(http::http_request& request) {
+    try {
+      request._get_impl()->outstream().streambuf().close(
+          std::ios_base::out, std::make_exception_ptr(std::runtime_error("request body over the limit")));
+    } catch (...) {
+    }
+  }
+
+  void too_large(const std::shared_ptr<Exchange>& ex) {
+    abandon_body(ex->request);
+    finish(ex,
+           api::problem(api::ErrorKind::payload_too_large,
+                        "request body exceeds the limit of " + std::to_string(options.max_body_bytes) + " bytes"),
+           /*close_connection=*/true);
+  }
+
+  void dispatch(const std::shared_ptr<Exchange>& ex) {
+    if (router.runs_inline(ex->req.method == "HEAD" ? "GET" : ex->req.method, ex->req.path)) {
+      finish(ex, router.dispatch(ex->req));
+      return;
+    }
+    bool queued = executor.try_submit([this, ex] { finish(ex, router.dispatch(ex->req)); });
+    if (!queued) {
+      api::HttpResponse busy = api::problem(api::ErrorKind::unavailable, "the server is saturated; retry shortly");
+      busy.headers.emplace_back("Retry-After", "1");
+      finish(ex, busy);
+    }
+  }
+
+  void read_body(const std::shared_ptr<Exchange>& ex) {
+    auto buffer = ex->request.body().streambuf();
+    buffer.getn(ex->chunk.data(), ex->chunk.size()).then([this, ex](pplx::task<size_t> step) {
+      size_t got = 0;
+      try {
+        got = step.get();
+      } catch (const std::exception& e) {
+        finish(ex, api::problem(api::ErrorKind::bad_request, std::string("could not read the body: ") + e.what()),
+               true);
+        return;
+      }
+      if (got == 0) {
+        dispatch(ex);
+        return;
+      }
+      if (ex->req.body.size() + got > options.max_body_bytes) {
+        too_large(ex);
+        return;
+      }
+      ex->req.body.append(reinterpret_cast<const char*>(ex->chunk.data()), got);
+      read_body(ex);
+    });
   }
 
   void handle(http::http_request request) {
-    auto started = std::chrono::steady_clock::now();
-    api::HttpRequest req;
+    auto ex = std::make_shared<Exchange>();
+    ex->started = std::chrono::steady_clock::now();
+    ex->request = request;
+    api::HttpRequest& req = ex->req;
     req.method = request.method();
-    req.request_id = std::to_string(next_request_id++);
-    const auto& uri = request.relative_uri();
-    req.path = web::uri::decode(uri.path());
-    for (const auto& [key, value] : web::uri::split_query(web::uri::decode(uri.query()))) req.query[key] = value;
+    size_t header_bytes = 0;
     for (const auto& [name, value] : request.headers()) {
       std::string lower = name;
       for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      header_bytes += name.size() + value.size() + 4;
       req.headers[lower] = value;
     }
-    auto finish = [this, request, started](api::HttpRequest& req, const api::HttpResponse& resp) mutable {
-      reply(request, resp);
-      auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-      log_debug("http", "request",
-                {{"method", req.method}, {"path", req.path}, {"status", std::to_string(resp.status)},
-                 {"duration_ms", std::to_string(micros.count() / 1000.0)}, {"request_id", req.request_id}});
-    };
-    if (request.headers().content_length() > options.max_body_bytes) {
-      finish(req, api::problem(api::ErrorKind::payload_too_large,
-                               "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes"));
+    std::string incoming_id = api::header(req, "x-request-id");
+    req.request_id = valid_request_id(incoming_id) ? incoming_id
+                                                   : id_prefix + "-" + std::to_string(next_request_id++);
+    try {
+      const auto& uri = request.relative_uri();
+      req.path = web::uri::decode(uri.path());
+      for (const auto& [key, value] : web::uri::split_query(uri.query())) {
+        req.query[web::uri::decode(key)] = web::uri::decode(value);
+      }
+    } catch (const std::exception& e) {
+      req.path = request.relative_uri().path();
+      finish(ex, api::problem(api::ErrorKind::bad_request, std::string("malformed request URI: ") + e.what()), true);
       return;
     }
-    request.extract_vector().then([this, req, finish](pplx::task<std::vector<unsigned char>> body_task) mutable {
-      try {
-        auto body = body_task.get();
-        if (body.size() > options.max_body_bytes) {
-          finish(req, api::problem(api::ErrorKind::payload_too_large,
-                                   "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes"));
-          return;
-        }
-        req.body.assign(body.begin(), body.end());
-      } catch (const std::exception& e) {
-        finish(req, api::problem(api::ErrorKind::bad_request, std::string("could not read body: ") + e.what()));
-        return;
-      }
-      finish(req, router.dispatch(req));
-    });
+    if (header_bytes > options.max_header_bytes) {
+      finish(ex,
+             api::problem(api::ErrorKind::headers_too_large,
+                          "request headers total " + std::to_string(header_bytes) + " bytes, over the limit of " +
+                              std::to_string(options.max_header_bytes)),
+             true);
+      return;
+    }
+    // Content-Length says up front; chunked bodies are checked while reading.
+    if (request.headers().has(http::header_names::content_length) &&
+        request.headers().content_length() > options.max_body_bytes) {
+      too_large(ex);
+      return;
+    }
+    ex->chunk.resize(kReadStep);
+    read_body(ex);
   }
 };
 
-HttpServer::HttpServer(const api::Router& router, HttpOptions options)
-    : impl_(std::make_unique<Impl>(router, std::move(options))) {}
+HttpServer::HttpServer(const api::Router& router, api::BoundedExecutor& executor, api::Metrics* metrics,
+                       HttpOptions options)
+    : impl_(std::make_unique<Impl>(router, executor, metrics, std::move(options))) {}
 
 HttpServer::~HttpServer() { stop(); }
 

@@ -1,10 +1,14 @@
 // The one place that knows cpprestsdk: listens on host:port, converts each
-// request to api::HttpRequest, runs the router, writes api::HttpResponse back.
+// request to api::HttpRequest, runs the router on kforge's bounded executor
+// (503 + Retry-After when saturated), writes api::HttpResponse back, counts
+// metrics and writes the access log. Tested over HTTP in tests/server/.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "api/executor.h"
+#include "api/metrics.h"
 #include "api/router.h"
 
 namespace kforge::server {
@@ -13,12 +17,15 @@ namespace kforge::server {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  size_t max_body_bytes = 1 << 20;
+  size_t max_body_bytes = 1 << 20;     //!< 413 above it (Content-Length or while reading chunks)
+  size_t max_header_bytes = 16 << 10;  //!< 431 above it (names + values of all headers)
+  bool access_log = true;              //!< one info line per request
 };
 
 class HttpServer {
  public:
-  HttpServer(const api::Router& router, HttpOptions options);
+  //! `executor` runs every handler not marked inline; `metrics` may be null.
+  HttpServer(const api::Router& router, api::BoundedExecutor& executor, api::Metrics* metrics, HttpOptions options);
   ~HttpServer();
   //! Starts listening; throws std::runtime_error with a clear message (port in use...).
   void start();

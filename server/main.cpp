@@ -2,20 +2,28 @@
 // database pool, applies migrations, wires the router to the HTTP adapter.
 //   kforge-server [--port 8080]        serve
 //   kforge-server migrate              apply migrations and exit
+//   kforge-server token create --scope submit [--name NAME]   print a new API token
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
 
+#include "api/auth.h"
+#include "api/context.h"
+#include "api/executor.h"
+#include "api/metrics.h"
 #include "api/router.h"
+#include "api/routes/routes.h"
 #include "api/system_routes.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "db/connection.h"
 #include "db/migrations.h"
+#include "db/tokens.h"
 #include "server/http_adapter.h"
 
 namespace {
@@ -28,6 +36,15 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"web-dir", "KFORGE_WEB_DIR", "web", "folder of the static web UI served at /"},
       {"max-body-bytes", "KFORGE_MAX_BODY_BYTES", "1048576", "request body limit"},
       {"db-pool-size", "KFORGE_DB_POOL_SIZE", "8", "database connections for request handling"},
+      {"executor-threads", "KFORGE_EXECUTOR_THREADS", "0", "handler threads (0: one per pooled connection)"},
+      {"max-queue", "KFORGE_MAX_QUEUE", "256", "handler tasks that may wait before the server answers 503"},
+      {"max-header-bytes", "KFORGE_MAX_HEADER_BYTES", "16384", "request header limit (431 above it)"},
+      {"access-log", "KFORGE_ACCESS_LOG", "true", "log one line per request (true/false)", true},
+      {"models-dir", "KFORGE_MODELS_DIR", "", "directory of model versions (default: <data dir>/models)"},
+      {"probe-timeout-s", "KFORGE_PROBE_TIMEOUT_S", "20", "wall/CPU limit of a submitted op's sample run"},
+      {"probe-memory-mb", "KFORGE_PROBE_MEMORY_MB", "2048", "memory limit of a submitted op's sample run"},
+      {"scope", "", "submit", "token create: scopes, comma-separated (submit, admin)"},
+      {"name", "", "", "token create: a name to tell the token apart"},
       {"log-level", "KFORGE_LOG_LEVEL", "info", "debug, info, warn or error"},
   };
 }
@@ -44,6 +61,41 @@ void migrate_until_done(const std::string& url, std::atomic<bool>& stopping) {
       kforge::log_warn("server", "migrations not applied, retrying", {{"error", e.what()}});
     }
     for (int tick = 0; tick < 10 && !stopping; ++tick) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// `kforge-server token create --scope submit`: mints a token, stores its hash,
+// prints the secret once on stdout.
+int token_command(const std::vector<std::string>& args, const kforge::Flags& flags, const std::string& url) {
+  if (args.size() != 2 || args[1] != "create") {
+    std::cerr << "kforge-server: usage: kforge-server token create --scope submit|admin [--name NAME]\n";
+    return 2;
+  }
+  std::vector<std::string> scopes;
+  if (auto error = kforge::api::parse_scopes(flags.get("scope"), &scopes)) {
+    std::cerr << "kforge-server token create: --scope: " << *error << "\n";
+    return 2;
+  }
+  try {
+    auto conn = kforge::db::connect(url);
+    kforge::db::migrate(*conn);
+    std::string secret = kforge::api::token_generate();
+    kforge::db::token_insert(*conn, flags.get("name"), kforge::api::sha256_hex(secret), secret.substr(0, 8), scopes);
+    std::cout << secret << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge-server token create: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// Slow or idle clients each hold a descriptor (cpprestsdk has no read timeout on
+// Linux), so allow as many as the hard limit permits.
+void raise_fd_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
 }
 
@@ -77,6 +129,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (!args.empty() && args[0] == "token") return token_command(args, flags, url);
   if (!args.empty()) {
     std::cerr << "kforge-server: unknown command '" << args[0] << "' (see --help)\n";
     return 2;
@@ -97,18 +150,36 @@ int main(int argc, char** argv) {
     std::cerr << "kforge-server: " << e.what() << "\n";
     return 2;
   }
-  kforge::db::ConnectionPool pool(url, static_cast<size_t>(flags.get_int("db-pool-size")));
+  raise_fd_limit();
+  size_t pool_size = static_cast<size_t>(std::max(1, flags.get_int("db-pool-size")));
+  size_t threads = flags.get_int("executor-threads") > 0 ? static_cast<size_t>(flags.get_int("executor-threads"))
+                                                          : pool_size;
+  kforge::db::ConnectionPool pool(url, pool_size);
+  kforge::api::BoundedExecutor executor(threads, static_cast<size_t>(std::max(1, flags.get_int("max-queue"))));
+  kforge::api::Metrics metrics;
   kforge::api::SystemState state;
   state.pool = &pool;
   state.web_dir = flags.get("web-dir");
+  kforge::api::ApiContext ctx;
+  ctx.pool = &pool;
+  ctx.metrics = &metrics;
+  ctx.web_dir = flags.get("web-dir");
+  ctx.models_dir = flags.get("models-dir").empty() ? kforge::data_dir() + "/models" : flags.get("models-dir");
+  ctx.max_body_bytes = static_cast<size_t>(flags.get_int("max-body-bytes"));
+  ctx.probe_wall_seconds = flags.get_double("probe-timeout-s");
+  ctx.probe_memory_bytes = int64_t{flags.get_int("probe-memory-mb")} << 20;
   kforge::api::Router router;
   kforge::api::add_system_routes(router, state);
+  kforge::api::add_v1_routes(router, ctx);
+  kforge::api::register_server_gauges(ctx, executor);
 
   kforge::server::HttpOptions options;
   options.host = flags.get("host");
   options.port = port;
-  options.max_body_bytes = static_cast<size_t>(flags.get_int("max-body-bytes"));
-  kforge::server::HttpServer http(router, options);
+  options.max_body_bytes = ctx.max_body_bytes;
+  options.max_header_bytes = static_cast<size_t>(flags.get_int("max-header-bytes"));
+  options.access_log = flags.get_bool("access-log");
+  kforge::server::HttpServer http(router, executor, &metrics, options);
   try {
     http.start();
   } catch (const std::exception& e) {
@@ -124,6 +195,7 @@ int main(int argc, char** argv) {
   kforge::log_info("server", "stopping", {{"signal", std::to_string(signo)}});
   stopping = true;
   http.stop();
+  executor.stop();
   migrator.join();
   return 0;
 }

@@ -1,0 +1,107 @@
+// Token hashing, minting and checking behind api/auth.h.
+#include "api/auth.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <stdexcept>
+
+#include "api/errors.h"
+#include "db/tokens.h"
+
+namespace kforge::api {
+namespace {
+
+std::string to_hex(const unsigned char* data, size_t size) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t byte_idx = 0; byte_idx < size; ++byte_idx) {
+    out += digits[data[byte_idx] >> 4];
+    out += digits[data[byte_idx] & 0xf];
+  }
+  return out;
+}
+
+const char* scope_name(Scope scope) {
+  switch (scope) {
+    case Scope::none: return "";
+    case Scope::submit: return "submit";
+    case Scope::admin: return "admin";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool Principal::allows(Scope scope) const {
+  if (scope == Scope::none) return true;
+  for (const auto& have : scopes) {
+    if (have == "admin") return true;
+    if (have == scope_name(scope)) return true;
+  }
+  return false;
+}
+
+std::string Principal::key() const { return token_id ? "token:" + std::to_string(token_id) : "anonymous"; }
+
+std::string sha256_hex(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_Digest(sha256) failed");
+  }
+  return to_hex(digest, size);
+}
+
+std::string token_generate() {
+  unsigned char bytes[24];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": RAND_bytes failed");
+  }
+  return "kf_" + to_hex(bytes, sizeof bytes);
+}
+
+std::optional<std::string> parse_scopes(const std::string& text, std::vector<std::string>* scopes) {
+  scopes->clear();
+  for (const auto& scope : db::split_csv(text)) {
+    if (scope != "submit" && scope != "admin") {
+      return "unknown scope '" + scope + "' (expected submit or admin)";
+    }
+    scopes->push_back(scope);
+  }
+  if (scopes->empty()) return std::string("at least one scope is required (submit or admin)");
+  return std::nullopt;
+}
+
+AuthResult authenticate(pqxx::connection& conn, const HttpRequest& req, Scope required) {
+  std::string header_value = header(req, "authorization");
+  if (header_value.empty()) {
+    if (required == Scope::none) return {Principal{}, std::nullopt};
+    HttpResponse resp = problem(ErrorKind::unauthorized,
+                                std::string("this endpoint needs a token with scope '") + scope_name(required) +
+                                    "': send Authorization: Bearer <token>");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\"");
+    return {std::nullopt, resp};
+  }
+  const std::string prefix = "Bearer ";
+  if (header_value.size() <= prefix.size() || header_value.compare(0, prefix.size(), prefix) != 0) {
+    HttpResponse resp = problem(ErrorKind::unauthorized, "Authorization must be 'Bearer <token>'");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\", error=\"invalid_request\"");
+    return {std::nullopt, resp};
+  }
+  auto record = db::token_find(conn, sha256_hex(header_value.substr(prefix.size())));
+  if (!record) {
+    HttpResponse resp = problem(ErrorKind::unauthorized, "the token is unknown or revoked");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\", error=\"invalid_token\"");
+    return {std::nullopt, resp};
+  }
+  Principal principal{record->id, record->scopes};
+  if (!principal.allows(required)) {
+    return {std::nullopt, problem(ErrorKind::forbidden, std::string("the token lacks scope '") + scope_name(required) +
+                                                            "' needed here")};
+  }
+  return {principal, std::nullopt};
+}
+
+}  // namespace kforge::api

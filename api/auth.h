@@ -1,0 +1,46 @@
+// Bearer-token authentication with scopes. Tokens look like "kf_<48 hex>"; only
+// their sha256 is stored. admin implies submit. Reads need no token.
+// Tested in tests/api/auth_test.cpp and over HTTP in tests/server/api_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "api/http.h"
+
+namespace kforge::api {
+
+enum class Scope { none, submit, admin };
+
+//! Who is calling: token id 0 means anonymous.
+struct Principal {
+  int64_t token_id = 0;
+  std::vector<std::string> scopes;
+  //! True when the scopes allow `scope` (admin implies submit; none always).
+  bool allows(Scope scope) const;
+  //! Key for per-caller records ("token:12" or "anonymous").
+  std::string key() const;
+};
+
+//! Lower-case hex sha256 of `text` (OpenSSL).
+std::string sha256_hex(const std::string& text);
+//! A fresh random secret "kf_" + 48 hex digits.
+std::string token_generate();
+//! Parses "submit", "admin" or "submit,admin"; error message names the bad scope.
+std::optional<std::string> parse_scopes(const std::string& text, std::vector<std::string>* scopes);
+
+//! Either the caller or the error response to send (401 / 403).
+struct AuthResult {
+  std::optional<Principal> principal;
+  std::optional<HttpResponse> error;
+};
+
+//! Checks the Authorization header against api_tokens and the required scope.
+//! No header and Scope::none gives the anonymous principal.
+AuthResult authenticate(pqxx::connection& conn, const HttpRequest& req, Scope required);
+
+}  // namespace kforge::api

@@ -1,0 +1,122 @@
+// submit_op behind api/op_submit.h. The probe runs in a child process, so a
+// looping or 100 GB TorchScript costs one bounded wait, never the server.
+#include "api/op_submit.h"
+
+#include <atomic>
+
+#include "worker/harness/op_spec.h"
+#include "worker/harness/probe.h"
+
+namespace kforge::api {
+namespace {
+
+// Counts probes in flight; each holds an executor thread for up to the wall limit.
+std::atomic<int> g_probes_running{0};
+
+struct ProbeSlot {
+  bool held = false;
+  explicit ProbeSlot(int limit) {
+    int now = g_probes_running.fetch_add(1);
+    held = now < limit;
+    if (!held) g_probes_running.fetch_sub(1);
+  }
+  ~ProbeSlot() {
+    if (held) g_probes_running.fetch_sub(1);
+  }
+};
+
+HttpResponse probe_failure(const harness::ProbeResult& probe, const std::string& prefix) {
+  std::string field = prefix + "source";
+  switch (probe.status) {
+    case harness::ProbeStatus::compile_error:
+      return problem(ErrorKind::unprocessable, "the TorchScript source does not compile: " + probe.message,
+                     {{field, probe.message}});
+    case harness::ProbeStatus::runtime_error:
+      return problem(ErrorKind::unprocessable, "running the op once on sample inputs failed: " + probe.message,
+                     {{field, probe.message}});
+    case harness::ProbeStatus::timeout:
+      return problem(ErrorKind::unprocessable, "the op's sample run was stopped: " + probe.message,
+                     {{field, probe.message}});
+    case harness::ProbeStatus::out_of_memory:
+      return problem(ErrorKind::unprocessable, "the op's sample run was stopped: " + probe.message,
+                     {{field, probe.message}});
+    case harness::ProbeStatus::ok:
+    case harness::ProbeStatus::internal_error: break;
+  }
+  return problem(ErrorKind::internal, "the op could not be checked: " + probe.message);
+}
+
+}  // namespace
+
+json op_json(const db::OpRecord& op) {
+  json spec = parse_stored(op.spec_json);
+  json out = {{"id", op.id}, {"object", "op"}, {"name", op.name}, {"source", op.source}};
+  for (const char* key : {"inputs", "extra_shapes", "tolerance"}) {
+    if (spec.is_object() && spec.contains(key)) out[key] = spec[key];
+  }
+  json probe = parse_stored(op.outputs_json);
+  out["outputs"] = probe.is_object() && probe.contains("outputs") ? probe["outputs"] : json::array();
+  out["sample_run"] = probe.is_object() ? probe : json::object();
+  out["sample_run"].erase("outputs");
+  out["created_at"] = op.created_at;
+  return out;
+}
+
+OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& principal, const json& op_body,
+                   const std::string& field_prefix) {
+  OpSubmit out;
+  if (!op_body.is_object()) {
+    out.error = problem(ErrorKind::unprocessable, "the op must be a JSON object",
+                        {{field_prefix.empty() ? "body" : field_prefix.substr(0, field_prefix.size() - 1),
+                          "must be an object"}});
+    return out;
+  }
+  auto parsed = harness::parse_op_spec(op_body.dump());
+  if (!parsed.ok()) {
+    std::vector<FieldError> fields;
+    for (const auto& error : parsed.errors) fields.push_back({field_prefix + error.field, error.message});
+    out.error = problem(ErrorKind::unprocessable, "the op is invalid: " + harness::describe_errors(parsed.errors),
+                        fields);
+    return out;
+  }
+  std::string canonical = harness::op_spec_to_json(parsed.spec);
+  std::string digest = sha256_hex(canonical);
+  if (auto existing = db::op_find_by_sha256(conn, digest)) {
+    out.op = existing;
+    return out;
+  }
+  ProbeSlot slot(ctx.max_concurrent_probes);
+  if (!slot.held) {
+    HttpResponse busy = problem(ErrorKind::unavailable, "too many ops are being checked right now; retry shortly");
+    busy.headers.emplace_back("Retry-After", "2");
+    out.error = busy;
+    return out;
+  }
+  harness::ProbeOptions options;
+  options.wall_seconds = ctx.probe_wall_seconds;
+  options.cpu_seconds = ctx.probe_wall_seconds;
+  options.memory_bytes = ctx.probe_memory_bytes;
+  auto probe = harness::probe_op(parsed.spec, options);
+  if (!probe.ok()) {
+    out.error = probe_failure(probe, field_prefix);
+    return out;
+  }
+  json sample = {{"outputs", json::array()}, {"scaled", probe.scaled}, {"wall_ms", probe.wall_ms}};
+  sample["shapes"] = json::object();
+  for (const auto& [name, shape] : probe.shapes) sample["shapes"][name] = shape;
+  for (const auto& output : probe.outputs) {
+    sample["outputs"].push_back({{"shape", output.shape}, {"dtype", harness::dtype_name(output.dtype)}});
+  }
+  db::OpRecord record;
+  record.name = parsed.spec.name;
+  record.source = parsed.spec.source;
+  record.spec_json = canonical;
+  record.spec_sha256 = digest;
+  record.outputs_json = sample.dump();
+  record.created_by = principal.token_id;
+  out.op = db::op_insert(conn, record);
+  out.created = true;
+  return out;
+}
+
+}  // namespace kforge::api

@@ -1,0 +1,90 @@
+// Evaluations: POST /v1/evaluations (model version x suite x target -> an
+// evaluate job), GET list / one (status plus the metrics table once done:
+// compile rate, fast_0, fast_1, fast_1.5, fast_2, geomean speedup, per task).
+// Tested over HTTP in tests/server/api_jobs_test.cpp.
+#include "api/routes/routes.h"
+
+#include "api/handler_util.h"
+#include "api/job_view.h"
+#include "db/models.h"
+
+namespace kforge::api {
+namespace {
+
+const std::vector<std::string> kEvalKinds = {"evaluate"};
+
+json render_evaluation(pqxx::connection& conn, const db::Job& job) {
+  json out = job_common_json(job, "evaluation");
+  json args = parse_stored(job.args_json);
+  for (const char* key : {"model", "model_id", "suite", "target"}) {
+    out[key] = args.is_object() && args.contains(key) ? args[key] : json(nullptr);
+  }
+  auto stored = db::evaluation_get_by_job(conn, job.id);
+  out["metrics"] = stored ? parse_stored(stored->metrics_json) : json(nullptr);
+  out["tasks"] = stored ? parse_stored(stored->tasks_json) : json(nullptr);
+  out["device"] = stored ? json(stored->device) : json(nullptr);
+  return out;
+}
+
+HttpResponse create_evaluation(ApiContext& ctx, HttpRequest& req) {
+  return with_post(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal& principal, const json& body) {
+    FieldReader fields(body);
+    fields.only({"model", "suite", "target", "priority"});
+    std::string model = fields.string("model", true, "", 120);
+    std::string suite = fields.string("suite", true, "", 100);
+    std::string target = fields.choice("target", false, "opencl", {"opencl", "cuda", "triton"});
+    int64_t priority = fields.integer("priority", false, 4, 0, 9);
+    std::optional<db::ModelRecord> found;
+    if (fields.ok()) {
+      auto at = model.find('@');
+      std::string digits = at == std::string::npos ? "" : model.substr(at + 1);
+      bool numeric = digits.empty() ||
+                     (digits.size() <= 6 && digits.find_first_not_of("0123456789") == std::string::npos);
+      if (!numeric) {
+        fields.fail("model", "must be a name or name@version");
+      } else {
+        found = db::model_find(conn, model.substr(0, at), digits.empty() ? 0 : std::stoi(digits));
+        if (!found) fields.fail("model", "no model '" + model + "'");
+      }
+    }
+    if (!fields.ok()) return fields.response();
+    json args = {{"model", found->name + "@" + std::to_string(found->version)},
+                 {"model_id", found->id},
+                 {"suite", suite},
+                 {"target", target}};
+    db::JobInsert insert;
+    insert.kind = "evaluate";
+    insert.priority = static_cast<int>(priority);
+    insert.args_json = args.dump();
+    insert.idempotency_key = queue_idempotency_key(req, principal);
+    auto inserted = db::job_insert(conn, insert);
+    HttpResponse resp = json_response(202, render_evaluation(conn, inserted.job));
+    resp.headers.emplace_back("Location", "/v1/evaluations/" + std::to_string(inserted.job.id));
+    return resp;
+  });
+}
+
+}  // namespace
+
+void add_evaluation_routes(Router& router, ApiContext& ctx) {
+  router.add("POST", "/v1/evaluations", [&ctx](HttpRequest& req) { return create_evaluation(ctx, req); });
+  router.add("GET", "/v1/evaluations", [&ctx](HttpRequest& req) {
+    return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+      return list_jobs(conn, req, kEvalKinds, render_evaluation);
+    });
+  });
+  router.add("GET", "/v1/evaluations/{id}", [&ctx](HttpRequest& req) {
+    return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+      auto job = job_of_kind(conn, req.path_params["id"], kEvalKinds);
+      if (!job) return problem(ErrorKind::not_found, "no evaluation " + req.path_params["id"]);
+      return json_response(200, render_evaluation(conn, *job));
+    });
+  });
+  router.add("POST", "/v1/evaluations/{id}/cancel", [&ctx](HttpRequest& req) {
+    return with_db(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal&) {
+      return cancel_job(conn, req, kEvalKinds, "evaluation", render_evaluation);
+    });
+  });
+}
+
+}  // namespace kforge::api

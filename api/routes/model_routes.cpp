@@ -1,0 +1,181 @@
+// Model versions: GET /v1/models, GET /v1/models/{id}, POST /v1/models (admin:
+// register a directory of HF-format files, hashing each), and
+// GET /v1/models/{id}/files/{name} (token needed), streamed with its sha256 so
+// remote workers can fetch and verify checkpoints. Tests: tests/server/api_resources_test.cpp.
+#include "api/routes/routes.h"
+
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "api/handler_util.h"
+#include "db/models.h"
+
+namespace kforge::api {
+namespace {
+
+namespace fs = std::filesystem;
+
+json model_json(const db::ModelRecord& model) {
+  json files = parse_stored(model.files_json);
+  json out = {{"id", model.id},
+              {"name", model.name},
+              {"version", model.version},
+              {"model", model.name + "@" + std::to_string(model.version)},
+              {"state", model.state},
+              {"files", files.is_array() ? files : json::array()},
+              {"config", parse_stored(model.config_json)},
+              {"metrics", parse_stored(model.metrics_json)},
+              {"created_at", model.created_at}};
+  out["parent_id"] = model.parent_id ? json(model.parent_id) : json(nullptr);
+  out["training_job_id"] = model.training_job_id ? json(model.training_job_id) : json(nullptr);
+  return out;
+}
+
+// Streams the file through sha256 in 1 MiB blocks (checkpoints can be gigabytes).
+std::optional<std::string> file_sha256(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) return std::nullopt;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    if (in.gcount() > 0 && EVP_DigestUpdate(md.get(), block.data(), static_cast<size_t>(in.gcount())) != 1) {
+      return std::nullopt;
+    }
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(md.get(), digest, &size) != 1) return std::nullopt;
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int byte_idx = 0; byte_idx < size; ++byte_idx) {
+    hex += digits[digest[byte_idx] >> 4];
+    hex += digits[digest[byte_idx] & 0xf];
+  }
+  return hex;
+}
+
+HttpResponse list_models(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    PageRequest page;
+    if (auto error = parse_page(req, &page)) return *error;
+    int64_t after = 0;
+    if (!parse_id_cursor(page.after, &after)) return problem(ErrorKind::bad_request, "after: not a model cursor");
+    auto models = db::model_list(conn, after, page.limit + 1);
+    json items = json::array();
+    std::optional<std::string> next;
+    for (size_t model_idx = 0; model_idx < models.size(); ++model_idx) {
+      if (static_cast<int>(model_idx) == page.limit) {
+        next = std::to_string(models[model_idx - 1].id);
+        break;
+      }
+      items.push_back(model_json(models[model_idx]));
+    }
+    return page_response(std::move(items), next);
+  });
+}
+
+HttpResponse get_model(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    int64_t model_id = 0;
+    std::optional<db::ModelRecord> model;
+    if (parse_path_id(req.path_params["id"], &model_id)) model = db::model_get(conn, model_id);
+    if (!model) return problem(ErrorKind::not_found, "no model " + req.path_params["id"]);
+    return json_response(200, model_json(*model));
+  });
+}
+
+HttpResponse register_model(ApiContext& ctx, HttpRequest& req) {
+  return with_post(ctx, req, Scope::admin, [&](pqxx::connection& conn, const Principal&, const json& body) {
+    FieldReader fields(body);
+    fields.only({"name", "version", "path", "parent_id", "config"});
+    db::ModelRecord model;
+    model.name = fields.string("name", true, "", 100);
+    model.version = static_cast<int>(fields.integer("version", false, 0, 1, 1000000));
+    model.path = fields.string("path", true, "", 4096);
+    model.parent_id = fields.integer("parent_id", false, 0, 1, INT64_MAX);
+    if (const json* config = fields.object("config", false)) model.config_json = config->dump();
+    std::error_code ec;
+    if (!model.path.empty() && !fs::is_directory(model.path, ec)) fields.fail("path", "is not a directory on the server");
+    if (!fields.ok()) return fields.response();
+    if (model.version == 0) {
+      auto latest = db::model_find(conn, model.name, 0);
+      model.version = latest ? latest->version + 1 : 1;
+    }
+    json files = json::array();
+    std::vector<fs::path> paths;
+    for (const auto& entry : fs::directory_iterator(model.path, ec)) {
+      if (entry.is_regular_file()) paths.push_back(entry.path());
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const auto& path : paths) {
+      auto digest = file_sha256(path);
+      if (!digest) return problem(ErrorKind::unprocessable, "cannot read " + path.string(), {{"path", "unreadable file"}});
+      files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path, ec)}, {"sha256", *digest}});
+    }
+    model.files_json = files.dump();
+    if (model.config_json == "{}") {
+      std::ifstream config(fs::path(model.path) / "config.json");
+      if (config) {
+        try {
+          model.config_json = json::parse(config).dump();
+        } catch (const json::exception&) {
+        }
+      }
+    }
+    try {
+      return json_response(201, model_json(db::model_insert(conn, model)));
+    } catch (const pqxx::unique_violation&) {
+      return problem(ErrorKind::conflict,
+                     "model " + model.name + "@" + std::to_string(model.version) + " already exists");
+    }
+  });
+}
+
+HttpResponse model_file(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal&) {
+    int64_t model_id = 0;
+    std::optional<db::ModelRecord> model;
+    if (parse_path_id(req.path_params["id"], &model_id)) model = db::model_get(conn, model_id);
+    if (!model) return problem(ErrorKind::not_found, "no model " + req.path_params["id"]);
+    const std::string& name = req.path_params["name"];
+    // Only files recorded for the model are served: the name never reaches the file system unchecked.
+    json files = parse_stored(model->files_json);
+    const json* entry = nullptr;
+    if (files.is_array()) {
+      for (const auto& file : files) {
+        if (file.is_object() && file.value("name", "") == name) entry = &file;
+      }
+    }
+    if (!entry || name.find('/') != std::string::npos || name == ".." || name == ".") {
+      return problem(ErrorKind::not_found, "model " + req.path_params["id"] + " has no file '" + name + "'");
+    }
+    fs::path path = fs::path(model->path) / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      return problem(ErrorKind::not_found, "file '" + name + "' is recorded but missing on the server");
+    }
+    HttpResponse resp;
+    resp.content_type = "application/octet-stream";
+    resp.body_file = path.string();
+    std::string digest = entry->value("sha256", "");
+    resp.headers.emplace_back("X-Checksum-Sha256", digest);
+    resp.headers.emplace_back("ETag", "\"" + digest + "\"");
+    return resp;
+  });
+}
+
+}  // namespace
+
+void add_model_routes(Router& router, ApiContext& ctx) {
+  router.add("GET", "/v1/models", [&ctx](HttpRequest& req) { return list_models(ctx, req); });
+  router.add("POST", "/v1/models", [&ctx](HttpRequest& req) { return register_model(ctx, req); });
+  router.add("GET", "/v1/models/{id}", [&ctx](HttpRequest& req) { return get_model(ctx, req); });
+  router.add("GET", "/v1/models/{id}/files/{name}", [&ctx](HttpRequest& req) { return model_file(ctx, req); });
+}
+
+}  // namespace kforge::api

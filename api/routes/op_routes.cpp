@@ -1,0 +1,62 @@
+// Ops: POST /v1/ops (scope submit; validated, compiled and sample-run in the
+// sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public).
+// Tested over HTTP in tests/server/api_ops_test.cpp.
+#include "api/routes/routes.h"
+
+#include "api/handler_util.h"
+#include "api/op_submit.h"
+
+namespace kforge::api {
+namespace {
+
+HttpResponse create_op(ApiContext& ctx, HttpRequest& req) {
+  return with_post(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal& principal, const json& body) {
+    OpSubmit result = submit_op(ctx, conn, principal, body, "");
+    if (result.error) return *result.error;
+    HttpResponse resp = json_response(result.created ? 201 : 200, op_json(*result.op));
+    resp.headers.emplace_back("Location", "/v1/ops/" + std::to_string(result.op->id));
+    return resp;
+  });
+}
+
+HttpResponse list_ops(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    PageRequest page;
+    if (auto error = parse_page(req, &page)) return *error;
+    int64_t after = 0;
+    if (!parse_id_cursor(page.after, &after)) {
+      return problem(ErrorKind::bad_request, "after: not an op cursor", {{"after", "malformed cursor"}});
+    }
+    auto ops = db::op_list(conn, after, page.limit + 1);
+    json items = json::array();
+    std::optional<std::string> next;
+    for (size_t op_idx = 0; op_idx < ops.size(); ++op_idx) {
+      if (static_cast<int>(op_idx) == page.limit) {
+        next = std::to_string(ops[op_idx - 1].id);
+        break;
+      }
+      items.push_back(op_json(ops[op_idx]));
+    }
+    return page_response(std::move(items), next);
+  });
+}
+
+HttpResponse get_op(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    int64_t op_id = 0;
+    std::optional<db::OpRecord> op;
+    if (parse_path_id(req.path_params["id"], &op_id)) op = db::op_get(conn, op_id);
+    if (!op) return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    return json_response(200, op_json(*op));
+  });
+}
+
+}  // namespace
+
+void add_op_routes(Router& router, ApiContext& ctx) {
+  router.add("POST", "/v1/ops", [&ctx](HttpRequest& req) { return create_op(ctx, req); });
+  router.add("GET", "/v1/ops", [&ctx](HttpRequest& req) { return list_ops(ctx, req); });
+  router.add("GET", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return get_op(ctx, req); });
+}
+
+}  // namespace kforge::api

@@ -1,0 +1,307 @@
+// kforge CLI commands behind cli/commands.h. Output is for people (tables, a
+// progress bar); `--json` prints the server's JSON instead, for scripts.
+#include "cli/commands.h"
+
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge::cli {
+namespace {
+
+using json = nlohmann::json;
+
+const char* kUsage =
+    "commands:\n"
+    "  op submit OP.json                 validate and store an op (TorchScript + inputs)\n"
+    "  generate --op OP.json|--op-id N   queue a generation [--samples N --target T --model M]\n"
+    "           [--wait]                 show progress, then the best kernel and its speedup\n"
+    "  jobs list [--kind K --status S]   recent jobs\n"
+    "  train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
+    "  leaderboard [--models]            best kernels per op (or fast_p per model)\n"
+    "  health | ready                    server status\n";
+
+// Prints a problem+json reply readably; returns 1.
+int report_error(const ClientResponse& resp, std::ostream& err) {
+  json body = json::parse(resp.body, nullptr, false);
+  if (body.is_object() && body.contains("detail")) {
+    err << "kforge: " << resp.status << " " << body.value("title", "") << ": " << body.value("detail", "") << "\n";
+    for (const auto& field : body.value("errors", json::array())) {
+      err << "  " << field.value("field", "") << ": " << field.value("message", "") << "\n";
+    }
+  } else {
+    err << "kforge: HTTP " << resp.status << ": " << resp.body.substr(0, 500) << "\n";
+  }
+  return 1;
+}
+
+bool read_json_file(const std::string& path, json* out, std::ostream& err) {
+  std::ifstream in(path);
+  if (!in) {
+    err << "kforge: cannot read " << path << "\n";
+    return false;
+  }
+  try {
+    *out = json::parse(in);
+  } catch (const json::exception& e) {
+    err << "kforge: " << path << " is not valid JSON: " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+std::string fmt_number(const json& value, int precision = 2) {
+  if (!value.is_number()) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value.get<double>();
+  return out.str();
+}
+
+int op_submit(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  const auto& args = flags.positional();
+  if (args.size() != 3 || args[1] != "submit") {
+    err << "kforge: usage: kforge op submit OP.json\n";
+    return 2;
+  }
+  json op;
+  if (!read_json_file(args[2], &op, err)) return 1;
+  auto resp = client.request("POST", "/v1/ops", op.dump());
+  if (resp.status != 200 && resp.status != 201) return report_error(resp, err);
+  json body = json::parse(resp.body);
+  if (flags.get_bool("json")) {
+    out << body.dump(2) << "\n";
+    return 0;
+  }
+  out << (resp.status == 201 ? "created" : "exists") << " op " << body["id"] << " " << body["name"].get<std::string>()
+      << "\n";
+  for (const auto& output : body["outputs"]) {
+    out << "  output " << output["shape"].dump() << " " << output["dtype"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+void draw_progress(const json& gen, std::ostream& out) {
+  int total = gen.value("samples", 0);
+  int done = gen["candidates"].value("total", 0);
+  int width = 30;
+  int filled = total > 0 ? std::min(width, done * width / total) : 0;
+  out << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << done << "/" << total
+      << " candidates  " << gen["status"].get<std::string>() << "    " << std::flush;
+}
+
+int show_generation_result(const json& gen, std::ostream& out, std::ostream& err) {
+  std::string status = gen["status"];
+  if (status != "succeeded") {
+    err << "kforge: generation " << gen["id"] << " " << status;
+    if (gen["error"].is_object()) err << ": " << gen["error"].value("message", "");
+    err << "\n";
+    return 1;
+  }
+  if (gen["best"].is_null()) {
+    out << "generation " << gen["id"] << " finished: no correct kernel among " << gen["candidates"]["total"]
+        << " candidates\n";
+    return 1;
+  }
+  const json& best = gen["best"];
+  out << "best kernel: candidate " << best["id"] << " on " << best.value("device", "") << ", speedup "
+      << fmt_number(best["speedup"]) << "x (" << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch "
+      << fmt_number(best["baseline_ms"], 4) << " ms)\n\n"
+      << best.value("source", "") << "\n";
+  return 0;
+}
+
+int generate(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  json body = {{"target", flags.get("target")}, {"model", flags.get("model")}};
+  try {
+    body["samples"] = flags.get_int("samples");
+    if (!flags.get("op-id").empty()) body["op_id"] = flags.get_int("op-id");
+  } catch (const std::exception& e) {
+    err << "kforge: " << e.what() << "\n";
+    return 2;
+  }
+  if (!flags.get("op").empty()) {
+    json op;
+    if (!read_json_file(flags.get("op"), &op, err)) return 1;
+    body["op"] = op;
+  }
+  if (!body.contains("op") && !body.contains("op_id")) {
+    err << "kforge: generate needs --op OP.json or --op-id N\n";
+    return 2;
+  }
+  auto resp = client.request("POST", "/v1/generations", body.dump());
+  if (resp.status != 202) return report_error(resp, err);
+  json gen = json::parse(resp.body);
+  std::string path = "/v1/generations/" + std::to_string(gen["id"].get<int64_t>());
+  if (!flags.get_bool("wait")) {
+    out << (flags.get_bool("json") ? gen.dump(2) : "queued generation " + std::to_string(gen["id"].get<int64_t>()))
+        << "\n";
+    return 0;
+  }
+  double timeout_s = flags.get_double("timeout-s");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  double poll_s = flags.get_double("poll-s");
+  for (;;) {
+    auto poll = client.request("GET", path);
+    if (poll.status != 200) return report_error(poll, err);
+    gen = json::parse(poll.body);
+    draw_progress(gen, err);
+    std::string status = gen["status"];
+    if (status == "succeeded" || status == "failed" || status == "cancelled") break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      err << "\nkforge: still " << status << " after " << timeout_s << " s; follow it with GET " << path << "\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+  err << "\n";
+  if (flags.get_bool("json")) {
+    out << gen.dump(2) << "\n";
+    return gen["status"] == "succeeded" ? 0 : 1;
+  }
+  return show_generation_result(gen, out, err);
+}
+
+int jobs_list(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  std::string path = "/v1/jobs?limit=" + flags.get("limit");
+  if (!flags.get("kind").empty()) path += "&kind=" + flags.get("kind");
+  if (!flags.get("status").empty()) path += "&status=" + flags.get("status");
+  auto resp = client.request("GET", path);
+  if (resp.status != 200) return report_error(resp, err);
+  json page = json::parse(resp.body);
+  if (flags.get_bool("json")) {
+    out << page.dump(2) << "\n";
+    return 0;
+  }
+  out << std::left << std::setw(8) << "ID" << std::setw(12) << "KIND" << std::setw(11) << "STATUS" << "CREATED\n";
+  for (const auto& job : page["data"]) {
+    out << std::left << std::setw(8) << job["id"].get<int64_t>() << std::setw(12) << job["kind"].get<std::string>()
+        << std::setw(11) << job["status"].get<std::string>() << job["created_at"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+// "epochs=2" -> {"epochs": 2}; numbers stay numbers.
+bool parse_assignment(const std::string& text, json* into, std::ostream& err) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    err << "kforge: expected key=value, got '" << text << "'\n";
+    return false;
+  }
+  std::string key = text.substr(0, eq), value = text.substr(eq + 1);
+  json parsed = json::parse(value, nullptr, false);
+  (*into)[key] = parsed.is_discarded() ? json(value) : parsed;
+  return true;
+}
+
+int train(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  const auto& args = flags.positional();
+  if (args.size() < 2 || (args[1] != "sft" && args[1] != "grpo")) {
+    err << "kforge: usage: kforge train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]\n";
+    return 2;
+  }
+  json body = {{"method", args[1]}, {"hyperparameters", json::object()}};
+  if (!flags.get("suite").empty()) body["suite"] = flags.get("suite");
+  if (!flags.get("dataset").empty()) body["dataset"] = flags.get("dataset");
+  if (!flags.get("base-model").empty()) body["base_model"] = flags.get("base-model");
+  for (size_t arg_idx = 2; arg_idx < args.size(); ++arg_idx) {
+    if (!parse_assignment(args[arg_idx], &body["hyperparameters"], err)) return 2;
+  }
+  auto resp = client.request("POST", "/v1/training-jobs", body.dump());
+  if (resp.status != 202) return report_error(resp, err);
+  json job = json::parse(resp.body);
+  if (flags.get_bool("json")) {
+    out << job.dump(2) << "\n";
+    return 0;
+  }
+  out << "queued training job " << job["id"] << " (" << args[1] << ")\n  hyperparameters "
+      << job["hyperparameters"].dump() << "\n";
+  return 0;
+}
+
+int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  bool models = flags.get_bool("models");
+  auto resp = client.request("GET", std::string(models ? "/v1/leaderboard/models" : "/v1/leaderboard/ops") +
+                                        "?limit=" + flags.get("limit"));
+  if (resp.status != 200) return report_error(resp, err);
+  json page = json::parse(resp.body);
+  if (flags.get_bool("json")) {
+    out << page.dump(2) << "\n";
+    return 0;
+  }
+  if (models) {
+    out << std::left << std::setw(22) << "MODEL" << std::setw(14) << "SUITE" << std::setw(8) << "FAST_0"
+        << std::setw(8) << "FAST_1" << "GEOMEAN\n";
+    for (const auto& row : page["data"]) {
+      const json& m = row["metrics"];
+      out << std::left << std::setw(22) << row["model"].get<std::string>() << std::setw(14)
+          << row["suite"].get<std::string>() << std::setw(8) << fmt_number(m.value("fast_0", json())) << std::setw(8)
+          << fmt_number(m.value("fast_1", json())) << fmt_number(m.value("geomean_speedup", json())) << "\n";
+    }
+    return 0;
+  }
+  out << std::left << std::setw(24) << "OP" << std::setw(8) << "TARGET" << std::setw(20) << "DEVICE" << "SPEEDUP\n";
+  for (const auto& row : page["data"]) {
+    out << std::left << std::setw(24) << row["op_name"].get<std::string>() << std::setw(8)
+        << row["target"].get<std::string>() << std::setw(20) << row["device"].get<std::string>()
+        << fmt_number(row["speedup"]) << "x\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<FlagSpec> cli_flags() {
+  return {
+      {"url", "KFORGE_URL", "http://127.0.0.1:8080", "server base URL"},
+      {"token", "KFORGE_TOKEN", "", "API token (Bearer)"},
+      {"op", "", "", "generate: op JSON file"},
+      {"op-id", "", "", "generate: id of a stored op"},
+      {"samples", "", "8", "generate: candidates to sample"},
+      {"target", "", "opencl", "generate: opencl, cuda or triton"},
+      {"model", "", "kforge-tiny", "generate: model name or name@version"},
+      {"wait", "", "false", "generate: wait and show progress, then the kernel", true},
+      {"timeout-s", "", "3600", "generate --wait: give up after this long"},
+      {"poll-s", "", "1", "generate --wait: polling interval"},
+      {"kind", "", "", "jobs list: generate, train_sft, train_grpo, evaluate"},
+      {"status", "", "", "jobs list: queued, running, succeeded, failed, cancelled, retrying"},
+      {"limit", "", "20", "jobs list / leaderboard: rows (1-100)"},
+      {"suite", "", "", "train: op suite"},
+      {"dataset", "", "", "train: dataset path"},
+      {"base-model", "", "", "train: starting model (required for grpo)"},
+      {"models", "", "false", "leaderboard: models instead of ops", true},
+      {"json", "", "false", "print the server's JSON", true},
+  };
+}
+
+int run_command_line(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  const auto& args = flags.positional();
+  if (flags.help_requested() || args.empty()) {
+    out << flags.usage("kforge <command>", kUsage);
+    return flags.help_requested() ? 0 : 2;
+  }
+  const std::string& command = args[0];
+  try {
+    if (command == "op") return op_submit(flags, client, out, err);
+    if (command == "generate") return generate(flags, client, out, err);
+    if (command == "jobs" && args.size() == 2 && args[1] == "list") return jobs_list(flags, client, out, err);
+    if (command == "train") return train(flags, client, out, err);
+    if (command == "leaderboard") return leaderboard(flags, client, out, err);
+    if (command == "health" || command == "ready") {
+      auto resp = client.request("GET", "/v1/" + command);
+      out << resp.body << "\n";
+      return resp.status == 200 ? 0 : 1;
+    }
+  } catch (const std::exception& e) {
+    err << "kforge: " << e.what() << "\n";
+    return 1;
+  }
+  err << "kforge: unknown command '" << command << "' (see --help)\n";
+  return 2;
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,25 @@
+-- Leaderboards (db/leaderboards.cpp). Same rows as the views in 003_api.sql, written
+-- out so the keyset cursor (a row comparison) drives an index scan on
+-- candidates_best_idx: a page reads only the rows of the ops it returns.
+
+-- name: leaderboard_ops
+SELECT DISTINCT ON (c.op_id, c.target, c.device)
+       c.op_id, o.name, c.target, c.device, c.id, c.job_id, coalesce(c.model_id, 0),
+       c.speedup, c.kernel_ms, c.baseline_ms,
+       to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM candidates c JOIN ops o ON o.id = c.op_id
+WHERE c.outcome = 'correct' AND NOT c.flagged
+  AND (c.op_id, c.target, c.device) > ($1, $2, $3)
+  AND ($4 = '' OR c.target = $4)
+ORDER BY c.op_id, c.target, c.device, c.speedup DESC, c.id
+LIMIT $5;
+
+-- name: leaderboard_models
+SELECT DISTINCT ON (e.model_id, e.suite, e.target)
+       e.model_id, m.name, m.version, e.suite, e.target, e.device, e.id, e.job_id, e.metrics::text,
+       to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM evaluations e JOIN models m ON m.id = e.model_id
+WHERE (e.model_id, e.suite, e.target) > ($1, $2, $3)
+  AND ($4 = '' OR e.suite = $4)
+ORDER BY e.model_id, e.suite, e.target, e.id DESC
+LIMIT $5;

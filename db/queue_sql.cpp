@@ -1,0 +1,27 @@
+// Expands {{job_columns}} in the job queries once per name (see db/queue_sql.h).
+#include "db/queue_sql.h"
+
+#include <map>
+#include <mutex>
+
+#include "db/sql.h"
+
+namespace kforge::db {
+
+const std::string& job_sql(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mutex);
+  auto found = cache.find(name);
+  if (found != cache.end()) return found->second;
+  std::string text = sql(name);
+  const std::string token = "{{job_columns}}";
+  std::string columns = sql("job_columns");
+  while (!columns.empty() && (columns.back() == '\n' || columns.back() == ' ')) columns.pop_back();
+  for (auto pos = text.find(token); pos != std::string::npos; pos = text.find(token, pos + columns.size())) {
+    text.replace(pos, token.size(), columns);
+  }
+  return cache.emplace(name, std::move(text)).first->second;
+}
+
+}  // namespace kforge::db

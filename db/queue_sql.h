@@ -1,0 +1,19 @@
+// Internal to the queue (db/queue.cpp, db/queue_worker.cpp): named job queries
+// with {{job_columns}} expanded, and the row -> Job conversion.
+#pragma once
+
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "db/queue.h"
+
+namespace kforge::db {
+
+//! sql(name) with "{{job_columns}}" replaced by the job_columns block (cached).
+const std::string& job_sql(const std::string& name);
+
+//! A row selected with {{job_columns}} as a Job.
+Job job_from_row(const pqxx::row& row);
+
+}  // namespace kforge::db

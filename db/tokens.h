@@ -1,0 +1,54 @@
+// API tokens (hashed) and Idempotency-Key records: the storage behind api/auth
+// and api/idempotency. Tested through tests/db/tokens_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+namespace kforge::db {
+
+//! A stored token (never the secret itself).
+struct TokenRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string prefix;               //!< first characters of the secret, for people
+  std::vector<std::string> scopes;  //!< "submit", "admin"
+  std::string created_at;
+  std::string last_used_at;         //!< "" when never used
+  std::string revoked_at;           //!< "" when active
+};
+
+//! Inserts a token by its sha256 hex; returns the stored record.
+TokenRecord token_insert(pqxx::connection& conn, const std::string& name, const std::string& sha256_hex,
+                         const std::string& prefix, const std::vector<std::string>& scopes);
+//! The active token with this hash (and marks it used), or nullopt.
+std::optional<TokenRecord> token_find(pqxx::connection& conn, const std::string& sha256_hex);
+//! Tokens newest first, ids below `after_id` (0: from the newest).
+std::vector<TokenRecord> token_list(pqxx::connection& conn, int64_t after_id, int limit);
+//! Revokes a token; false if it does not exist or is already revoked.
+bool token_revoke(pqxx::connection& conn, int64_t token_id);
+
+//! The first response given to one (principal, method, path, key).
+struct IdempotencyRecord {
+  std::string request_sha256;
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+//! Looks up a record younger than 24 hours.
+std::optional<IdempotencyRecord> idempotency_find(pqxx::connection& conn, const std::string& principal,
+                                                  const std::string& method, const std::string& path,
+                                                  const std::string& key);
+//! Stores the first response (an existing fresh record wins).
+void idempotency_store(pqxx::connection& conn, const std::string& principal, const std::string& method,
+                       const std::string& path, const std::string& key, const IdempotencyRecord& record);
+
+//! Splits "a,b" into {"a","b"} (empty string -> empty list).
+std::vector<std::string> split_csv(const std::string& text);
+
+}  // namespace kforge::db

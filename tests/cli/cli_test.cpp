@@ -1,0 +1,124 @@
+// The real `kforge` CLI binary against the real server: op submit, generate
+// (queued, and --wait while a stand-in worker completes the job), jobs list,
+// train, leaderboard, and clear errors for a missing token or bad input.
+// Run: scripts/test.sh build -R cli_test
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "db/connection.h"
+#include "db/ops.h"
+#include "db/queue.h"
+#include "db/workers.h"
+#include "tests/server/api_fixture.h"
+#include "tests/support/processes.h"
+
+using kforge::test::ApiServer;
+using nlohmann::json;
+
+namespace {
+
+std::pair<int, std::string> kforge_cli(const ApiServer& server, const std::string& token,
+                                       const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"env", "KFORGE_URL=http://127.0.0.1:" + std::to_string(server.port),
+                                   "KFORGE_TOKEN=" + token, kforge::test::bin_path("kforge")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return kforge::run_command(argv);
+}
+
+std::string write_op_file(const std::string& name) {
+  std::string path = "/tmp/kforge-cli-op-" + std::to_string(getpid()) + "-" + name + ".json";
+  std::ofstream(path) << kforge::test::sample_op(name);
+  return path;
+}
+
+}  // namespace
+
+TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  std::string op_file = write_op_file("silu_mul");
+
+  auto [no_token_code, no_token_out] = kforge_cli(server, "", {"op", "submit", op_file});
+  EXPECT_EQ(no_token_code, 1);
+  EXPECT_NE(no_token_out.find("401"), std::string::npos) << no_token_out;
+
+  auto [submit_code, submit_out] = kforge_cli(server, server.submit, {"op", "submit", op_file});
+  ASSERT_EQ(submit_code, 0) << submit_out;
+  EXPECT_NE(submit_out.find("created op 1 silu_mul"), std::string::npos) << submit_out;
+  EXPECT_NE(submit_out.find("output [64,32] float32"), std::string::npos) << submit_out;
+
+  auto [queued_code, queued_out] = kforge_cli(server, server.submit, {"generate", "--op", op_file, "--samples", "2"});
+  ASSERT_EQ(queued_code, 0) << queued_out;
+  EXPECT_NE(queued_out.find("queued generation"), std::string::npos) << queued_out;
+
+  // Cancel job 1 (queued above) so the stand-in worker's first claim is job 2.
+  ASSERT_EQ(server.post("/v1/generations/1/cancel", "", server.submit).status, 200);
+  // A stand-in worker: claims the next generation, records a correct kernel, completes it.
+  std::thread worker([&] {
+    auto conn = kforge::db::connect(server.database.url());
+    int64_t worker_id = kforge::db::worker_register(*conn, {"cli-test", 1, "pocl", "0.1.0", 1});
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      kforge::db::ClaimRequest claim;
+      claim.worker_id = worker_id;
+      auto jobs = kforge::db::job_claim(*conn, claim);
+      if (!jobs.empty() && jobs[0].id == 2) {
+        kforge::db::CandidateRecord c;
+        c.job_id = jobs[0].id;
+        c.op_id = 1;
+        c.device = "pocl-cpu";
+        c.source = "__kernel void silu_mul(__global const float* x) {}";
+        c.outcome = "correct";
+        c.kernel_ms = 0.5;
+        c.baseline_ms = 1.0;
+        c.speedup = 2.0;
+        kforge::db::candidate_insert(*conn, c);
+        kforge::db::job_complete(*conn, kforge::db::job_lease(jobs[0]), R"({"best_speedup": 2.0})");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  auto [wait_code, wait_out] =
+      kforge_cli(server, server.submit, {"generate", "--op-id", "1", "--wait", "--poll-s", "0.2", "--timeout-s", "60"});
+  worker.join();
+  EXPECT_EQ(wait_code, 0) << wait_out;
+  EXPECT_NE(wait_out.find("candidates"), std::string::npos) << "progress bar: " << wait_out;
+  EXPECT_NE(wait_out.find("speedup 2.00x"), std::string::npos) << wait_out;
+  EXPECT_NE(wait_out.find("__kernel void silu_mul"), std::string::npos) << wait_out;
+
+  auto [train_code, train_out] =
+      kforge_cli(server, server.submit, {"train", "sft", "--suite", "builtin", "epochs=2", "learning_rate=0.001"});
+  ASSERT_EQ(train_code, 0) << train_out;
+  EXPECT_NE(train_out.find("\"epochs\":2"), std::string::npos) << train_out;
+  auto [bad_train_code, bad_train_out] = kforge_cli(server, server.submit, {"train", "sft", "--suite", "b", "lr=1"});
+  EXPECT_EQ(bad_train_code, 1);
+  EXPECT_NE(bad_train_out.find("hyperparameters.lr: is not a known field"), std::string::npos) << bad_train_out;
+
+  auto [jobs_code, jobs_out] = kforge_cli(server, "", {"jobs", "list"});
+  ASSERT_EQ(jobs_code, 0) << jobs_out;
+  EXPECT_NE(jobs_out.find("train_sft"), std::string::npos) << jobs_out;
+  EXPECT_NE(jobs_out.find("succeeded"), std::string::npos) << jobs_out;
+  EXPECT_NE(jobs_out.find("cancelled"), std::string::npos) << jobs_out;
+
+  auto [board_code, board_out] = kforge_cli(server, "", {"leaderboard"});
+  ASSERT_EQ(board_code, 0) << board_out;
+  EXPECT_NE(board_out.find("silu_mul"), std::string::npos) << board_out;
+  EXPECT_NE(board_out.find("2.00x"), std::string::npos) << board_out;
+
+  auto [usage_code, usage_out] = kforge_cli(server, "", {"frobnicate"});
+  EXPECT_EQ(usage_code, 2);
+  EXPECT_NE(usage_out.find("unknown command"), std::string::npos);
+  auto [missing_code, missing_out] = kforge_cli(server, server.submit, {"op", "submit", "/nonexistent.json"});
+  EXPECT_EQ(missing_code, 1);
+  EXPECT_NE(missing_out.find("cannot read /nonexistent.json"), std::string::npos);
+  std::remove(op_file.c_str());
+}
+
+TEST(Cli, UnreachableServerIsAClearError) {
+  auto [code, out] = kforge::run_command({"env", "KFORGE_URL=http://127.0.0.1:1", kforge::test::bin_path("kforge"),
+                                          "health"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("cannot reach kforge at http://127.0.0.1:1"), std::string::npos) << out;
+}

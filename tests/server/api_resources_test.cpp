@@ -1,0 +1,340 @@
+// Every v1 resource over real HTTP against the real server: ops, generations
+// (candidates written as a worker would, best kernel, cancel while queued and
+// while running), training jobs (defaults echoed, metrics, events), evaluations,
+// models (files streamed with sha256), leaderboards (keyset pagination), workers,
+// jobs. Every response is checked against /v1/openapi.json by the fixture.
+// Run: scripts/test.sh build -R api_resources
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "api/auth.h"
+#include "db/connection.h"
+#include "db/models.h"
+#include "db/ops.h"
+#include "db/queue.h"
+#include "db/workers.h"
+#include "tests/server/api_fixture.h"
+
+using kforge::test::ApiServer;
+using nlohmann::json;
+
+namespace {
+
+json body_of(const kforge::test::RawResponse& resp) { return json::parse(resp.body); }
+
+// Follows next_cursor to the end; returns every item's `key`.
+std::vector<json> collect(ApiServer& server, const std::string& path, int limit, const std::string& token = "") {
+  std::vector<json> items;
+  std::string cursor;
+  for (int page_idx = 0; page_idx < 100; ++page_idx) {
+    std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    auto resp = server.get(path + sep + "limit=" + std::to_string(limit) + (cursor.empty() ? "" : "&after=" + cursor),
+                           token);
+    EXPECT_EQ(resp.status, 200) << resp.body;
+    json page = body_of(resp);
+    EXPECT_LE(page["data"].size(), static_cast<size_t>(limit));
+    for (const auto& item : page["data"]) items.push_back(item);
+    if (!page["has_more"].get<bool>()) {
+      EXPECT_TRUE(page["next_cursor"].is_null());
+      break;
+    }
+    cursor = page["next_cursor"];
+  }
+  return items;
+}
+
+kforge::db::CandidateRecord candidate(int64_t job_id, int64_t op_id, const std::string& outcome,
+                                      std::optional<double> speedup, const std::string& device = "pocl-cpu") {
+  kforge::db::CandidateRecord c;
+  c.job_id = job_id;
+  c.op_id = op_id;
+  c.device = device;
+  c.source = "__kernel void k() {} // " + outcome;
+  c.outcome = outcome;
+  c.speedup = speedup;
+  if (speedup) {
+    c.kernel_ms = 1.0 / *speedup;
+    c.baseline_ms = 1.0;
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(ApiResources, OpsCreateDeduplicateGetAndPaginate) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  auto created = server.post("/v1/ops", kforge::test::sample_op("silu_mul"), server.submit);
+  ASSERT_EQ(created.status, 201) << created.body;
+  json op = body_of(created);
+  EXPECT_EQ(op["outputs"], json::parse(R"([{"shape": [64, 32], "dtype": "float32"}])")) << op.dump();
+  EXPECT_EQ(created.headers["location"], "/v1/ops/" + std::to_string(op["id"].get<int64_t>()));
+  auto again = server.post("/v1/ops", kforge::test::sample_op("silu_mul"), server.submit);
+  EXPECT_EQ(again.status, 200) << "an identical op is reused";
+  EXPECT_EQ(body_of(again)["id"], op["id"]);
+  EXPECT_EQ(server.get("/v1/ops/" + std::to_string(op["id"].get<int64_t>())).status, 200);
+  EXPECT_EQ(server.get("/v1/ops/999999").status, 404);
+  EXPECT_EQ(server.get("/v1/ops/abc").status, 404);
+  EXPECT_EQ(server.post("/v1/ops", kforge::test::sample_op("x2"), "").status, 401);
+  auto missing = server.post("/v1/ops", R"({"name": "x"})", server.submit);
+  EXPECT_EQ(missing.status, 422);
+  EXPECT_GE(body_of(missing)["errors"].size(), 2u) << missing.body;
+
+  ASSERT_EQ(server.post("/v1/ops", kforge::test::sample_op("mul_op", "x * y"), server.submit).status, 201);
+  ASSERT_EQ(server.post("/v1/ops", kforge::test::sample_op("add_op", "x + y"), server.submit).status, 201);
+  auto all = collect(server, "/v1/ops", 2);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0]["name"], "add_op") << "newest first";
+  EXPECT_EQ(all[2]["name"], "silu_mul");
+  EXPECT_EQ(server.get("/v1/ops?limit=0").status, 400);
+  EXPECT_EQ(server.get("/v1/ops?after=xyz").status, 400);
+}
+
+TEST(ApiResources, GenerationLifecycleCandidatesAndCancel) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  auto op = body_of(server.post("/v1/ops", kforge::test::sample_op(), server.submit));
+  int64_t op_id = op["id"];
+  auto accepted = server.post("/v1/generations", json{{"op_id", op_id}, {"samples", 3}, {"target", "opencl"}}.dump(),
+                              server.submit);
+  ASSERT_EQ(accepted.status, 202) << accepted.body;
+  json gen = body_of(accepted);
+  EXPECT_EQ(gen["status"], "queued");
+  EXPECT_EQ(gen["samples"], 3);
+  EXPECT_EQ(gen["time_budget_s"], 600) << "defaults are echoed";
+  EXPECT_TRUE(gen["best"].is_null());
+  int64_t gen_id = gen["id"];
+
+  EXPECT_EQ(server.post("/v1/generations", json{{"op_id", op_id}, {"op", json::parse(kforge::test::sample_op())}}.dump(),
+                        server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/generations", R"({"samples": 2})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/generations", R"({"op_id": 987654})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/generations", json{{"op_id", op_id}, {"model", "nope@7"}}.dump(), server.submit).status,
+            422);
+
+  // A worker records candidates; the API shows the best correct, unflagged one.
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::candidate_insert(*conn, candidate(gen_id, op_id, "compile_error", std::nullopt));
+    kforge::db::candidate_insert(*conn, candidate(gen_id, op_id, "correct", 1.5));
+    kforge::db::candidate_insert(*conn, candidate(gen_id, op_id, "correct", 2.5));
+    auto flagged = candidate(gen_id, op_id, "correct", 50.0);
+    flagged.flagged = true;
+    kforge::db::candidate_insert(*conn, flagged);
+  }
+  json shown = body_of(server.get("/v1/generations/" + std::to_string(gen_id)));
+  ASSERT_FALSE(shown["best"].is_null());
+  EXPECT_DOUBLE_EQ(shown["best"]["speedup"].get<double>(), 2.5);
+  EXPECT_NE(shown["best"]["source"].get<std::string>().find("__kernel"), std::string::npos);
+  EXPECT_EQ(shown["candidates"]["total"], 4);
+  EXPECT_EQ(shown["candidates"]["by_outcome"]["correct"], 3);
+  auto candidates = collect(server, "/v1/generations/" + std::to_string(gen_id) + "/candidates", 3);
+  ASSERT_EQ(candidates.size(), 4u);
+  EXPECT_EQ(candidates[0]["outcome"], "compile_error") << "candidates come in sampling order";
+  EXPECT_EQ(server.get("/v1/generations/424242/candidates").status, 404);
+
+  // Cancel while queued -> 200 cancelled; again -> 409.
+  EXPECT_EQ(server.post("/v1/generations/" + std::to_string(gen_id) + "/cancel", "", "").status, 401);
+  auto cancelled = server.post("/v1/generations/" + std::to_string(gen_id) + "/cancel", "", server.submit);
+  EXPECT_EQ(cancelled.status, 200);
+  EXPECT_EQ(body_of(cancelled)["status"], "cancelled");
+  EXPECT_FALSE(body_of(cancelled)["finished_at"].is_null());
+  EXPECT_EQ(server.post("/v1/generations/" + std::to_string(gen_id) + "/cancel", "", server.submit).status, 409);
+  EXPECT_EQ(server.post("/v1/generations/777777/cancel", "", server.submit).status, 404);
+
+  // Cancel while running -> 202, the worker is asked to stop.
+  auto second = body_of(server.post("/v1/generations", json{{"op_id", op_id}}.dump(), server.submit));
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    int64_t worker_id = kforge::db::worker_register(*conn, {"testhost", 1, "pocl", "0.1.0", 1});
+    kforge::db::ClaimRequest claim;
+    claim.worker_id = worker_id;
+    auto claimed = kforge::db::job_claim(*conn, claim);
+    ASSERT_EQ(claimed.size(), 1u);
+  }
+  json running = body_of(server.get("/v1/generations/" + std::to_string(second["id"].get<int64_t>())));
+  EXPECT_EQ(running["status"], "running");
+  EXPECT_FALSE(running["started_at"].is_null());
+  auto asked = server.post("/v1/generations/" + std::to_string(second["id"].get<int64_t>()) + "/cancel", "",
+                           server.submit);
+  EXPECT_EQ(asked.status, 202);
+  EXPECT_TRUE(body_of(asked)["cancel_requested"].get<bool>());
+
+  auto listed = collect(server, "/v1/generations", 1);
+  EXPECT_EQ(listed.size(), 2u);
+  auto only_running = body_of(server.get("/v1/generations?status=running"));
+  EXPECT_EQ(only_running["data"].size(), 1u);
+  EXPECT_EQ(server.get("/v1/generations?status=sleeping").status, 400);
+}
+
+TEST(ApiResources, TrainingJobsEvaluationsAndModels) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  auto sft = server.post("/v1/training-jobs", R"({"method": "sft", "suite": "builtin", "hyperparameters": {"epochs": 2}})",
+                         server.submit);
+  ASSERT_EQ(sft.status, 202) << sft.body;
+  json sft_job = body_of(sft);
+  EXPECT_EQ(sft_job["hyperparameters"]["epochs"], 2);
+  EXPECT_DOUBLE_EQ(sft_job["hyperparameters"]["learning_rate"].get<double>(), 3e-4) << "defaults echoed back";
+  EXPECT_EQ(sft_job["status"], "queued");
+  int64_t sft_id = sft_job["id"];
+
+  auto unknown = server.post("/v1/training-jobs", R"({"method": "sft", "suite": "s", "hyperparameters": {"lr": 1}})",
+                             server.submit);
+  EXPECT_EQ(unknown.status, 422);
+  EXPECT_EQ(body_of(unknown)["errors"][0]["field"], "hyperparameters.lr");
+  EXPECT_EQ(server.post("/v1/training-jobs", R"({"method": "ppo", "suite": "s"})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/training-jobs", R"({"method": "sft"})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/training-jobs", R"({"method": "grpo", "suite": "s"})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/training-jobs", R"({"method": "grpo", "suite": "s", "base_model": "ghost"})",
+                        server.submit).status, 422);
+
+  // A model version registered by an admin from a directory of files.
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge-model-" + std::to_string(server.port));
+  fs::create_directories(dir);
+  std::string weights(300000, '\0');
+  for (size_t byte_idx = 0; byte_idx < weights.size(); ++byte_idx) weights[byte_idx] = static_cast<char>(byte_idx * 7);
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << weights;
+  std::ofstream(dir / "config.json") << R"({"hidden_size": 64})";
+  std::string register_body = json{{"name", "kforge-tiny"}, {"path", dir.string()}}.dump();
+  EXPECT_EQ(server.post("/v1/models", register_body, server.submit).status, 403);
+  auto registered = server.post("/v1/models", register_body, server.admin);
+  ASSERT_EQ(registered.status, 201) << registered.body;
+  json model = body_of(registered);
+  EXPECT_EQ(model["model"], "kforge-tiny@1");
+  EXPECT_EQ(model["config"]["hidden_size"], 64);
+  std::string model_path = "/v1/models/" + std::to_string(model["id"].get<int64_t>());
+  EXPECT_EQ(server.get("/v1/models").status, 200);
+  EXPECT_EQ(server.get(model_path).status, 200);
+  EXPECT_EQ(server.get(model_path + "/files/model.safetensors").status, 401) << "files need a token";
+  auto file = server.get(model_path + "/files/model.safetensors", server.submit);
+  ASSERT_EQ(file.status, 200);
+  EXPECT_EQ(file.body.size(), weights.size());
+  EXPECT_TRUE(file.body == weights) << "streamed bytes differ";
+  EXPECT_EQ(file.headers["x-checksum-sha256"], kforge::api::sha256_hex(weights));
+  EXPECT_EQ(server.get(model_path + "/files/..%2F..%2Fetc%2Fpasswd", server.submit).status, 404);
+  EXPECT_EQ(server.get(model_path + "/files/missing.bin", server.submit).status, 404);
+  fs::remove_all(dir);
+
+  auto grpo = server.post("/v1/training-jobs",
+                          R"({"method": "grpo", "suite": "builtin", "base_model": "kforge-tiny", "hyperparameters": {"group_size": 4}})",
+                          server.submit);
+  ASSERT_EQ(grpo.status, 202) << grpo.body;
+  EXPECT_EQ(body_of(grpo)["base_model"], "kforge-tiny@1");
+  EXPECT_DOUBLE_EQ(body_of(grpo)["hyperparameters"]["eps_high"].get<double>(), 0.28);
+  EXPECT_EQ(server.post("/v1/training-jobs",
+                        R"({"method": "grpo", "suite": "b", "base_model": "kforge-tiny", "hyperparameters": {"eps_low": 0.3, "eps_high": 0.1}})",
+                        server.submit).status, 422);
+
+  // Metrics and events as a training worker writes them.
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    for (int step = 0; step < 5; ++step) {
+      kforge::db::training_metric_insert(*conn, sft_id, step, json{{"loss", 2.0 - 0.1 * step}}.dump());
+    }
+    kforge::db::training_event_insert(*conn, sft_id, "info", "started");
+    kforge::db::training_event_insert(*conn, sft_id, "info", "checkpoint saved", R"({"step": 4})");
+  }
+  auto steps = collect(server, "/v1/training-jobs/" + std::to_string(sft_id) + "/metrics", 2);
+  ASSERT_EQ(steps.size(), 5u);
+  EXPECT_EQ(steps[0]["step"], 0);
+  EXPECT_DOUBLE_EQ(steps[4]["metrics"]["loss"].get<double>(), 1.6);
+  auto events = collect(server, "/v1/training-jobs/" + std::to_string(sft_id) + "/events", 1);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["message"], "checkpoint saved");
+  EXPECT_EQ(server.get("/v1/training-jobs/" + std::to_string(sft_id)).status, 200);
+  EXPECT_EQ(collect(server, "/v1/training-jobs", 10).size(), 2u);
+  EXPECT_EQ(server.post("/v1/training-jobs/" + std::to_string(sft_id) + "/cancel", "", server.submit).status, 200);
+
+  // Evaluations: job, then the metrics table once the evaluator stores it; models leaderboard.
+  EXPECT_EQ(server.post("/v1/evaluations", R"({"model": "ghost", "suite": "heldout"})", server.submit).status, 422);
+  auto eval = server.post("/v1/evaluations", R"({"model": "kforge-tiny@1", "suite": "heldout"})", server.submit);
+  ASSERT_EQ(eval.status, 202) << eval.body;
+  int64_t eval_id = body_of(eval)["id"];
+  EXPECT_TRUE(body_of(eval)["metrics"].is_null());
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::EvaluationRecord record;
+    record.job_id = eval_id;
+    record.model_id = model["id"];
+    record.suite = "heldout";
+    record.device = "pocl-cpu";
+    record.metrics_json = R"({"compile_rate": 0.9, "fast_0": 0.6, "fast_1": 0.3, "fast_1_5": 0.1, "fast_2": 0.05, "geomean_speedup": 1.2})";
+    kforge::db::evaluation_insert(*conn, record);
+  }
+  json evaluated = body_of(server.get("/v1/evaluations/" + std::to_string(eval_id)));
+  EXPECT_DOUBLE_EQ(evaluated["metrics"]["fast_1"].get<double>(), 0.3);
+  json board = body_of(server.get("/v1/leaderboard/models"));
+  ASSERT_EQ(board["data"].size(), 1u);
+  EXPECT_EQ(board["data"][0]["model"], "kforge-tiny@1");
+  EXPECT_DOUBLE_EQ(board["data"][0]["metrics"]["fast_0"].get<double>(), 0.6);
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/models?suite=other"))["data"].size(), 0u);
+  EXPECT_EQ(server.get("/v1/generations/" + std::to_string(eval_id)).status, 404) << "ids are per resource kind";
+
+  auto jobs = collect(server, "/v1/jobs", 2);
+  EXPECT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(body_of(server.get("/v1/jobs?kind=train_sft"))["data"].size(), 1u);
+  EXPECT_EQ(server.get("/v1/jobs?kind=bake").status, 400);
+}
+
+TEST(ApiResources, OpsLeaderboardIsBestPerOpTargetDeviceWithStablePages) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  std::vector<int64_t> op_ids;
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    for (int op_idx = 0; op_idx < 5; ++op_idx) {
+      kforge::db::OpRecord op;
+      op.name = "op" + std::to_string(op_idx);
+      op.source = "def forward(x: Tensor) -> Tensor:\n    return x\n";
+      op.spec_json = "{}";
+      op.spec_sha256 = std::to_string(op_idx);
+      op_ids.push_back(kforge::db::op_insert(*conn, op).id);
+    }
+    for (int op_idx = 0; op_idx < 5; ++op_idx) {
+      for (double speedup : {1.1, 2.0 + op_idx, 1.5}) {
+        kforge::db::candidate_insert(*conn, candidate(100 + op_idx, op_ids[op_idx], "correct", speedup));
+      }
+      kforge::db::candidate_insert(*conn, candidate(100 + op_idx, op_ids[op_idx], "correct", 1.2, "other-device"));
+      kforge::db::candidate_insert(*conn, candidate(100 + op_idx, op_ids[op_idx], "wrong_output", std::nullopt));
+      auto flagged = candidate(100 + op_idx, op_ids[op_idx], "correct", 99.0);
+      flagged.flagged = true;
+      kforge::db::candidate_insert(*conn, flagged);
+    }
+  }
+  json full = body_of(server.get("/v1/leaderboard/ops?limit=100"));
+  ASSERT_EQ(full["data"].size(), 10u) << "5 ops x 2 devices";
+  for (const auto& row : full["data"]) {
+    int op_idx = static_cast<int>(row["op_id"].get<int64_t>() - op_ids[0]);
+    double expected = row["device"] == "pocl-cpu" ? 2.0 + op_idx : 1.2;
+    EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), expected) << row.dump();
+  }
+  auto paged = collect(server, "/v1/leaderboard/ops", 3);
+  ASSERT_EQ(paged.size(), full["data"].size());
+  for (size_t row_idx = 0; row_idx < paged.size(); ++row_idx) EXPECT_EQ(paged[row_idx], full["data"][row_idx]);
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops?target=cuda"))["data"].size(), 0u);
+  EXPECT_EQ(server.get("/v1/leaderboard/ops?after=nothex").status, 400);
+}
+
+TEST(ApiResources, WorkersShowHeartbeatsToAdmins) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::worker_register(*conn, {"gpu-host-1", 4242, "NVIDIA H100", "0.1.0", 2});
+    int64_t stopped = kforge::db::worker_register(*conn, {"old-host", 1, "pocl", "0.1.0", 1});
+    kforge::db::worker_stop(*conn, stopped);
+  }
+  auto workers = collect(server, "/v1/workers", 1, server.admin);
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(workers[0]["host"], "old-host");
+  EXPECT_FALSE(workers[0]["alive"].get<bool>());
+  EXPECT_EQ(workers[1]["host"], "gpu-host-1");
+  EXPECT_TRUE(workers[1]["alive"].get<bool>());
+  EXPECT_EQ(workers[1]["slots"], 2);
+  EXPECT_TRUE(workers[1]["running_job_ids"].is_array());
+}
