@@ -96,19 +96,33 @@ TEST(Adversarial, MutatesAnInput) {
   EXPECT_NE(r.message.find("'x'"), std::string::npos) << r.message;
 }
 
-TEST(Adversarial, DataRaceMakesResultsDifferBetweenRuns) {
+TEST(Adversarial, DataRaceLosesUpdates) {
   REQUIRE_OPENCL();
-  // Every work-item adds into one accumulator without atomics: lost updates.
+  // "Forgot the atomics": every work-item reads the accumulator, then (after the
+  // barrier, so every read happens before any write, however PoCL schedules threads)
+  // writes back its own sum: updates are lost within and across groups.
   auto r = check_candidate(sum_op(),
                            "// kforge-launch: zero grid=1 block=1 args=out\n"
                            "// kforge-launch: racy grid=cdiv(numel(x),64) block=64 args=x,out,numel(x)\n"
                            "__kernel void zero(__global float* out) { out[0] = 0.0f; }\n"
                            "__kernel void racy(__global const float* x, __global float* out, int n) {\n"
                            "  int i = get_global_id(0);\n"
-                           "  if (i < n) { float old = out[0]; for (int spin = 0; spin < 50; ++spin) old += 0.0f;"
-                           " out[0] = old + x[i]; }\n}\n",
+                           "  float old = out[0];\n"
+                           "  barrier(CLK_GLOBAL_MEM_FENCE);\n"
+                           "  if (i < n) out[0] = old + x[i];\n}\n",
                            fast_options());
   EXPECT_EQ(r.outcome, Outcome::wrong_output) << r.message;
+}
+
+TEST(Adversarial, ResultDependsOnWhatTheOutputHeldBeforeTheRun) {
+  REQUIRE_OPENCL();
+  // Passes the first run (it keys on the NaN poison), so only the second run on the same
+  // inputs, with another fill, exposes it: results differ between runs.
+  auto r = check_silu(silu_program("  if (i < n) { float v = x[i]; float prev = out[i];"
+                                   " out[i] = isnan(prev) ? v / (1.0f + exp(-v)) * y[i] : prev; }"));
+  EXPECT_EQ(r.outcome, Outcome::wrong_output) << r.message;
+  EXPECT_NE(r.message.find("nondeterministic"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("second run"), std::string::npos) << r.message;
 }
 
 TEST(Adversarial, InfiniteLoopIsATimeoutAndTheCheckerKeepsGoing) {
