@@ -586,16 +586,19 @@ void Worker::keep(DbLink& link, Clock::time_point now) {
     }
     next_progress_ = after(options_.progress_seconds);
   }
+  bool elected = false;
   if (now >= next_rescue_) {
     next_rescue_ = after(options_.rescue_seconds);
     auto rescued = db::job_rescue(link.get(), options_.backoff);
+    elected = rescued.elected;
     if (rescued.retried + rescued.discarded + rescued.cancelled > 0) {
       log_info("worker", "rescued jobs with lapsed leases",
                {{"retried", std::to_string(rescued.retried)}, {"discarded", std::to_string(rescued.discarded)},
                 {"cancelled", std::to_string(rescued.cancelled)}});
     }
   }
-  if (options_.prune_retention_seconds > 0 && now >= next_prune_) {
+  // Only the elected maintainer prunes (it scans the finished jobs).
+  if (options_.prune_retention_seconds > 0 && elected && now >= next_prune_) {
     next_prune_ = after(60);
     auto pruned = db::job_prune(link.get(), options_.prune_retention_seconds);
     if (pruned > 0) log_info("worker", "pruned finished jobs", {{"deleted", std::to_string(pruned)}});
