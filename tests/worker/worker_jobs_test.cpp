@@ -128,9 +128,14 @@ TEST_F(WorkerJobsTest, NotifyStartsJobsWithinMillisecondsDespiteSlowPolling) {
 }
 
 TEST_F(WorkerJobsTest, CancelStopsARunningJobAtItsNextCheckpoint) {
-  auto worker = start({"--slots", "1", "--poll-s", "0.2"});
+  auto worker = start({"--slots", "1", "--poll-s", "0.2", "--heartbeat-s", "0.2"});
   int64_t id = insert(R"({"sleep_ms": 30000, "progress_steps": 300})");
   ASSERT_TRUE(wait_state(id, JobState::running, 10s)) << kforge::test::file_tail(log_);
+  // The workers row says busy and names the job.
+  EXPECT_TRUE(wait_until([&] {
+    return sql_value(url(), "SELECT state || ':' || array_to_string(running_job_ids, ',') FROM workers") ==
+           "busy:" + std::to_string(id);
+  }, 3s)) << sql_value(url(), "SELECT state || ':' || array_to_string(running_job_ids, ',') FROM workers");
   // Progress is saved while it runs.
   ASSERT_TRUE(wait_until([&] { return job_get(*conn_, id)->progress_json != "{}"; }, 5s));
   EXPECT_EQ(job_cancel(*conn_, id), CancelResult::cancel_requested);
