@@ -86,9 +86,10 @@ def model_parity(kforge, name, config, workdir, device, shard=False):
         if dev == "cuda":
             # Informational: half precisions on both sides (no threshold; rounding differs by op order).
             for dtype_name, dtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+                half_model = AutoModelForCausalLM.from_pretrained(path, **dtype_kw(dtype)).to(dev).eval()
                 with torch.no_grad():
-                    ref_half = model.to(dtype)(tokens.to(dev)).logits[0].float().cpu().numpy()
-                model.to(torch.float32)
+                    ref_half = half_model(tokens.to(dev)).logits[0].float().cpu().numpy()
+                del half_model
                 half_file = os.path.join(workdir, f"{name}_{dev}_{dtype_name}.bin")
                 run_kforge(kforge, "logits", "--model", path, "--device", dev, "--dtype", dtype_name,
                            "--tokens", " ".join(map(str, tokens[0].tolist())), "--out", half_file)
