@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "db/prepared.h"
 #include "db/sql.h"
 
 namespace kforge::db {
@@ -41,8 +42,9 @@ TokenRecord token_insert(pqxx::connection& conn, const std::string& name, const 
 }
 
 std::optional<TokenRecord> token_find(pqxx::connection& conn, const std::string& sha256_hex) {
+  ensure_prepared(conn, "token_find");
   pqxx::work txn(conn);
-  auto result = txn.exec_params(sql("token_find"), sha256_hex);
+  auto result = txn.exec_prepared("token_find", sha256_hex);
   txn.commit();
   if (result.empty()) return std::nullopt;
   const auto& row = result[0];

@@ -37,10 +37,11 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"max-body-bytes", "KFORGE_MAX_BODY_BYTES", "1048576", "request body limit"},
       {"db-pool-size", "KFORGE_DB_POOL_SIZE", "8", "database connections for request handling"},
       {"executor-threads", "KFORGE_EXECUTOR_THREADS", "0", "handler threads (0: one per pooled connection)"},
-      {"max-queue", "KFORGE_MAX_QUEUE", "256", "handler tasks that may wait before the server answers 503"},
+      {"max-queue", "KFORGE_MAX_QUEUE", "1024", "handler tasks that may wait before the server answers 503"},
       {"max-header-bytes", "KFORGE_MAX_HEADER_BYTES", "16384", "request header limit (431 above it)"},
       {"access-log", "KFORGE_ACCESS_LOG", "true", "log one line per request (true/false)", true},
       {"models-dir", "KFORGE_MODELS_DIR", "", "directory of model versions (default: <data dir>/models)"},
+      {"leaderboard-cache-ms", "KFORGE_LEADERBOARD_CACHE_MS", "1000", "how stale a leaderboard page may be (0: no cache)"},
       {"probe-timeout-s", "KFORGE_PROBE_TIMEOUT_S", "20", "wall/CPU limit of a submitted op's sample run"},
       {"probe-memory-mb", "KFORGE_PROBE_MEMORY_MB", "2048", "memory limit of a submitted op's sample run"},
       {"scope", "", "submit", "token create: scopes, comma-separated (submit, admin)"},
@@ -160,7 +161,9 @@ int main(int argc, char** argv) {
   kforge::api::SystemState state;
   state.pool = &pool;
   state.web_dir = flags.get("web-dir");
+  kforge::api::ResponseCache leaderboard_cache(std::chrono::milliseconds(flags.get_int("leaderboard-cache-ms")));
   kforge::api::ApiContext ctx;
+  ctx.leaderboard_cache = &leaderboard_cache;
   ctx.pool = &pool;
   ctx.metrics = &metrics;
   ctx.web_dir = flags.get("web-dir");
