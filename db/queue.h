@@ -164,14 +164,16 @@ using CompleteHook = std::function<void(pqxx::transaction_base& txn)>;
 
 //! Completes a job if the lease is still ours, running `hook` in the same
 //! transaction. Returns false (and runs no hook) when the lease was lost.
+//! A non-empty progress_json is stored as the final progress.
 bool job_complete(pqxx::connection& conn, const JobLease& lease, const std::string& result_json,
-                  const CompleteHook& hook = {});
+                  const CompleteHook& hook = {}, const std::string& progress_json = "");
 
 //! One completion in a batch.
 struct Completion {
   JobLease lease;
   std::string result_json = "null";
-  CompleteHook hook;  //!< may be empty
+  CompleteHook hook;          //!< may be empty
+  std::string progress_json;  //!< final progress; "" = unchanged
 };
 
 //! Completes a batch of one worker's jobs in one transaction and one UPDATE; runs

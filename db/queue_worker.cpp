@@ -103,10 +103,13 @@ std::vector<HeartbeatResult> job_extend_leases(pqxx::connection& conn, int64_t w
 }
 
 bool job_complete(pqxx::connection& conn, const JobLease& lease, const std::string& result_json,
-                  const CompleteHook& hook) {
+                  const CompleteHook& hook, const std::string& progress_json) {
   if (!nlohmann::json::accept(result_json)) throw std::invalid_argument("job result is not valid JSON");
+  if (!progress_json.empty() && !nlohmann::json::accept(progress_json))
+    throw std::invalid_argument("job progress is not valid JSON");
   pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_complete"), lease.job_id, lease.worker_id, lease.attempt, result_json);
+  auto rows = txn.exec_params(job_sql("job_complete"), lease.job_id, lease.worker_id, lease.attempt, result_json,
+                              progress_json);
   if (rows.empty()) return false;  // not ours any more: the transaction rolls back, no side effect
   if (hook) hook(txn);
   txn.commit();
@@ -129,11 +132,19 @@ std::vector<bool> job_complete_many(pqxx::connection& conn, int64_t worker_id,
     if (!nlohmann::json::accept(result))
       throw std::invalid_argument("job " + std::to_string(completion.lease.job_id) + " result is not valid JSON");
     batch += "{\"id\":" + std::to_string(completion.lease.job_id) +
-             ",\"attempt\":" + std::to_string(completion.lease.attempt) + ",\"result\":" + result + "}";
+             ",\"attempt\":" + std::to_string(completion.lease.attempt) + ",\"result\":" + result;
+    if (!completion.progress_json.empty()) {
+      if (!nlohmann::json::accept(completion.progress_json))
+        throw std::invalid_argument("job " + std::to_string(completion.lease.job_id) + " progress is not valid JSON");
+      batch += ",\"progress\":" + completion.progress_json;
+    }
+    batch += "}";
   }
   batch += "]";
+  std::vector<int64_t> ids;
+  for (const auto& completion : completions) ids.push_back(completion.lease.job_id);
   pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_complete_many"), worker_id, batch);
+  auto rows = txn.exec_params(job_sql("job_complete_many"), worker_id, batch, sql_bigint_array(ids));
   std::set<int64_t> done;
   for (const auto& row : rows) done.insert(row[0].as<int64_t>());
   for (size_t completion_idx = 0; completion_idx < completions.size(); ++completion_idx) {

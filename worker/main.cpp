@@ -13,6 +13,7 @@
 #include "worker/harness/devices.h"
 #ifdef KFORGE_WITH_SERVER
 #include "worker/worker.h"
+#include "worker/worker_flags.h"
 #endif
 
 namespace {
@@ -37,12 +38,16 @@ int list_devices_command() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kforge::Flags flags({
+  std::vector<kforge::FlagSpec> specs = {
       {"database-url", "KFORGE_DATABASE_URL", "", "PostgreSQL URL (default: the embedded cluster's)"},
       {"slots", "KFORGE_WORKER_SLOTS", "1", "jobs run at once"},
       {"heartbeat-s", "KFORGE_HEARTBEAT_S", "5", "seconds between heartbeats"},
       {"log-level", "KFORGE_LOG_LEVEL", "info", "debug, info, warn or error"},
-  });
+  };
+#ifdef KFORGE_WITH_SERVER
+  for (auto& spec : kforge::worker::worker_flag_specs()) specs.push_back(spec);  // queue flags
+#endif
+  kforge::Flags flags(specs);
   if (auto error = flags.parse(argc, argv)) {
     std::cerr << "kforge-worker: " << *error << "\n";
     return 2;
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
   try {
     options.slots = flags.get_int("slots");
     options.heartbeat_seconds = flags.get_double("heartbeat-s");
+    kforge::worker::apply_worker_flags(flags, options);
   } catch (const std::exception& e) {
     std::cerr << "kforge-worker: " << e.what() << "\n";
     return 2;

@@ -79,8 +79,9 @@ WITH next AS (
 UPDATE jobs j
 SET state = 'running', attempt = j.attempt + 1, attempted_at = now(), worker_id = $2,
     lease_expires_at = now() + $4::float8 * interval '1 second'
-FROM next
-WHERE j.id = next.id
+-- id = ANY(ARRAY(...)), not a join: the planner guesses the CTE's row count and
+-- would hash-join it against a sequential scan of the whole table.
+WHERE j.id = ANY(ARRAY(SELECT id FROM next))
 RETURNING {{job_columns}};
 
 -- name: job_next_due
@@ -103,22 +104,28 @@ RETURNING j.cancel_requested;
 UPDATE jobs j
 SET lease_expires_at = now() + $4::float8 * interval '1 second'
 FROM unnest($2::bigint[], $3::int[]) AS l(id, attempt)
-WHERE j.id = l.id AND j.attempt = l.attempt AND j.worker_id = $1 AND j.state = 'running'
+WHERE j.id = ANY($2::bigint[]) AND j.id = l.id AND j.attempt = l.attempt AND j.worker_id = $1
+  AND j.state = 'running'
 RETURNING j.id, j.cancel_requested;
 
 -- name: job_complete
--- $1 id, $2 worker, $3 attempt, $4 result JSON. No row back: the lease is not ours.
+-- $1 id, $2 worker, $3 attempt, $4 result JSON, $5 final progress ('' = unchanged).
+-- No row back: the lease is not ours.
 UPDATE jobs j
-SET state = 'completed', finished_at = now(), result = $4::jsonb, lease_expires_at = NULL
+SET state = 'completed', finished_at = now(), result = $4::jsonb, lease_expires_at = NULL,
+    progress = coalesce(NULLIF($5, '')::jsonb, j.progress)
 WHERE j.id = $1 AND j.worker_id = $2 AND j.attempt = $3 AND j.state = 'running'
 RETURNING j.id;
 
 -- name: job_complete_many
--- $1 worker, $2 a JSON array of {id, attempt, result}. Rows back: jobs completed.
+-- $1 worker, $2 a JSON array of {id, attempt, result, progress?}, $3 the same ids as
+-- an array (lets the planner probe the primary key). Rows back: jobs completed.
 UPDATE jobs j
-SET state = 'completed', finished_at = now(), result = r.result, lease_expires_at = NULL
-FROM jsonb_to_recordset($2::jsonb) AS r(id bigint, attempt int, result jsonb)
-WHERE j.id = r.id AND j.attempt = r.attempt AND j.worker_id = $1 AND j.state = 'running'
+SET state = 'completed', finished_at = now(), result = r.result, lease_expires_at = NULL,
+    progress = coalesce(r.progress, j.progress)
+FROM jsonb_to_recordset($2::jsonb) AS r(id bigint, attempt int, result jsonb, progress jsonb)
+WHERE j.id = ANY($3::bigint[]) AND j.id = r.id AND j.attempt = r.attempt AND j.worker_id = $1
+  AND j.state = 'running'
 RETURNING j.id;
 
 -- name: job_fail
@@ -183,8 +190,7 @@ SET state = CASE WHEN j.cancel_requested THEN 'cancelled'
       'attempt', j.attempt, 'at', kforge_iso(now()),
       'error', 'lease expired: worker ' || j.worker_id || ' stopped heartbeating', 'worker_id', j.worker_id)),
     lease_expires_at = NULL
-FROM expired
-WHERE j.id = expired.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
 RETURNING j.id, j.state, j.queue;
 
 -- name: job_prune

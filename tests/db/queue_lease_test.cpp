@@ -222,7 +222,7 @@ TEST_F(LeaseTest, BatchedCompletionChecksEachLease) {
   ASSERT_EQ(thief.size(), 1u);
   std::vector<Completion> batch;
   for (const auto& job : jobs) {
-    batch.push_back({job_lease(job), R"({"id": )" + std::to_string(job.id) + "}", record_effect(job.id)});
+    batch.push_back({job_lease(job), R"({"id": )" + std::to_string(job.id) + "}", record_effect(job.id), ""});
   }
   auto completed = job_complete_many(*conn_, 4, batch);
   EXPECT_EQ(completed, (std::vector<bool>{true, true, false, true, true}));

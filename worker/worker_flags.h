@@ -1,0 +1,20 @@
+// The worker's queue flags (slots, queue, lease, poll, batches, backoff...) as
+// one table, so kforge-worker and test/bench workers parse them the same way.
+// Tests: tests/worker/worker_loop_test.cpp starts workers with these flags.
+#pragma once
+
+#include <vector>
+
+#include "common/config.h"
+#include "worker/worker.h"
+
+namespace kforge::worker {
+
+//! Flag specs for WorkerOptions (append to a binary's own table).
+std::vector<FlagSpec> worker_flag_specs();
+
+//! Fills the queue fields of `options` from parsed flags; throws
+//! std::invalid_argument naming the flag when a value is out of range.
+void apply_worker_flags(const Flags& flags, WorkerOptions& options);
+
+}  // namespace kforge::worker
