@@ -100,4 +100,11 @@ void idempotency_store(pqxx::connection& conn, const std::string& principal, con
   txn.commit();
 }
 
+int64_t idempotency_expire(pqxx::connection& conn) {
+  pqxx::work txn(conn);
+  auto result = txn.exec(sql("idempotency_expire"));
+  txn.commit();
+  return static_cast<int64_t>(result.affected_rows());
+}
+
 }  // namespace kforge::db

@@ -100,6 +100,24 @@ void raise_fd_limit() {
   }
 }
 
+// Deletes day-old Idempotency-Key records every 10 minutes (the key's promise
+// lasts 24 h; without this the table would only grow).
+void expire_idempotency_records(const std::string& url, std::atomic<bool>& stopping) {
+  auto next = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!stopping) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (std::chrono::steady_clock::now() < next) continue;
+    next = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    try {
+      auto conn = kforge::db::connect(url);
+      int64_t removed = kforge::db::idempotency_expire(*conn);
+      if (removed > 0) kforge::log_info("server", "expired idempotency records", {{"count", std::to_string(removed)}});
+    } catch (const std::exception& e) {
+      kforge::log_warn("server", "could not expire idempotency records", {{"error", e.what()}});
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +225,7 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> stopping{false};
   std::thread migrator([&] { migrate_until_done(url, stopping); });
+  std::thread expirer([&] { expire_idempotency_records(url, stopping); });
 
   int signo = 0;
   sigwait(&stop_signals, &signo);
@@ -215,5 +234,6 @@ int main(int argc, char** argv) {
   http.stop();
   executor.stop();
   migrator.join();
+  expirer.join();
   return 0;
 }
