@@ -96,6 +96,13 @@ void add_leaderboard_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/v1/leaderboard/ops", [&ctx](HttpRequest& req) { return cached(ctx, req, leaderboard_ops); });
   router.add("GET", "/v1/leaderboard/models",
              [&ctx](HttpRequest& req) { return cached(ctx, req, leaderboard_models); });
+  // A fresh cached page is answered on the HTTP thread: no executor hand-off.
+  auto from_cache = [&ctx](HttpRequest& req) -> std::optional<HttpResponse> {
+    if (!ctx.leaderboard_cache) return std::nullopt;
+    return ctx.leaderboard_cache->get(ResponseCache::key_of(req));
+  };
+  router.set_fast_path("GET", "/v1/leaderboard/ops", from_cache);
+  router.set_fast_path("GET", "/v1/leaderboard/models", from_cache);
 }
 
 }  // namespace kforge::api

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "api/auth.h"
 #include "db/connection.h"
@@ -392,4 +393,24 @@ TEST(ApiResources, ErrorPathsOfEveryResource) {
   EXPECT_EQ(server.post("/v1/tokens", R"({"scopes": []})", server.admin).status, 422);
   EXPECT_EQ(server.post("/v1/tokens", R"({"scopes": "admin"})", server.admin).status, 422);
   EXPECT_EQ(server.get("/v1/workers?limit=500", server.admin).status, 400);
+}
+
+TEST(ApiResources, LeaderboardPagesAreCachedForAtMostTheTtl) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server({"--leaderboard-cache-ms", "500"});
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 0u);
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::OpRecord op;
+    op.name = "cached_op";
+    op.source = "s";
+    op.spec_json = "{}";
+    op.spec_sha256 = "c";
+    int64_t op_id = kforge::db::op_insert(*conn, op).id;
+    kforge::db::candidate_insert(*conn, candidate(1, op_id, "correct", 1.7));
+  }
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 0u) << "served from the cache";
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops?limit=5"))["data"].size(), 1u) << "another page key is fresh";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 1u) << "refreshed after the TTL";
 }
