@@ -213,18 +213,22 @@ void Worker::produce() {
   const size_t max_backlog = static_cast<size_t>(options_.slots) * 4 + options_.complete_batch;
   // While the queue is backlogged, wait for half the slots to free before claiming
   // again: fewer, larger claims (one statement each) instead of many of one job.
-  const int refill_at = std::max(1, options_.slots / 2);
+  const int max_claim = options_.claim_batch > 0 ? std::min(options_.slots, options_.claim_batch) : options_.slots;
+  const int refill_at = std::max(1, std::min(options_.slots / 2, max_claim));
   bool backlogged = false;
   while (!stop_) {
     int free_slots;
     {
       std::unique_lock lock(mutex_);
       free_slots = options_.slots - static_cast<int>(ready_.size()) - running_;
-      bool enough_free = free_slots >= (backlogged ? refill_at : 1);
-      bool may_claim = enough_free && finished_.size() < max_backlog && (wake_ || Clock::now() >= next_claim);
-      if (!may_claim) {
-        // Woken by a freed slot, a NOTIFY, or the timer; at least every 100 ms to see `stop`.
-        producer_cv_.wait_until(lock, std::min(next_claim, after(0.1)));
+      bool room = free_slots >= (backlogged ? refill_at : 1) && finished_.size() < max_backlog;
+      bool due = wake_ || Clock::now() >= next_claim;
+      if (!room || !due) {
+        // Woken by a freed slot or a NOTIFY; by the timer only when there is room
+        // (else a past next_claim would make this spin); at least every 100 ms to see `stop`.
+        auto wake_at = after(0.1);
+        if (room) wake_at = std::min(wake_at, next_claim);
+        producer_cv_.wait_until(lock, wake_at);
         continue;
       }
       wake_ = false;

@@ -1,5 +1,7 @@
-// Placeholder until the teacher compiler lands; see codegen.h.
-#include "worker/codegen/codegen.h"
+// kforge_codegen without libtorch (KFORGE_WITH_TORCH=OFF): nothing to lower, so the
+// library only names its targets. The real compiler is in emit.cpp and friends.
+#include <string>
+#include <vector>
 
 namespace kforge::codegen {
 

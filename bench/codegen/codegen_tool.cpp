@@ -1,0 +1,62 @@
+// kforge-codegen: the teacher compiler from the command line.
+//   kforge-codegen emit OP.json [SCHEDULE_INDEX]   print the program (default schedule 0)
+//   kforge-codegen schedules OP.json               list the schedule space
+// The benchmark runner (bench/codegen/run.sh) drives `kforge-codegen bench`.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bench/codegen/bench_runner.h"
+#include "worker/codegen/codegen.h"
+
+namespace {
+
+bool load(const std::string& path, kforge::harness::OpSpec& spec) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "kforge-codegen: cannot read " << path << "\n";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = kforge::harness::parse_op_spec(text.str());
+  if (!parsed.ok()) {
+    std::cerr << "kforge-codegen: " << path << ": " << kforge::harness::describe_errors(parsed.errors) << "\n";
+    return false;
+  }
+  spec = parsed.spec;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "bench") return kforge::bench::run_codegen_bench(argc - 1, argv + 1);
+  if ((cmd != "emit" && cmd != "schedules") || argc < 3) {
+    std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] | schedules OP.json | bench [--help]\n";
+    return 2;
+  }
+  kforge::harness::OpSpec spec;
+  if (!load(argv[2], spec)) return 2;
+  auto analysis = kforge::codegen::analyze(spec);
+  if (!analysis.ok()) {
+    std::cout << "unsupported: " << analysis.unsupported << "\n";
+    return 1;
+  }
+  auto space = kforge::codegen::schedule_space(analysis);
+  if (cmd == "schedules") {
+    std::cout << analysis.describe() << ": " << space.size() << " schedules\n";
+    for (size_t idx = 0; idx < space.size(); ++idx) std::cout << idx << " " << space[idx].label() << "\n";
+    return 0;
+  }
+  size_t index = argc > 3 ? std::stoul(argv[3]) : 0;
+  kforge::codegen::Schedule schedule = index < space.size() ? space[index] : kforge::codegen::Schedule{};
+  auto gen = kforge::codegen::emit_program(analysis, schedule);
+  if (!gen.ok()) {
+    std::cout << "unsupported: " << gen.unsupported << "\n";
+    return 1;
+  }
+  std::cout << gen.program;
+  return 0;
+}

@@ -1,0 +1,49 @@
+// Test helper: loads suite ops (suite/level*/NAME.json) as harness OpSpecs.
+// Used by the codegen tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "worker/harness/op_spec.h"
+
+namespace kforge::testing {
+
+//! Paths of every suite op file, sorted.
+inline std::vector<std::filesystem::path> suite_files() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(KFORGE_SOURCE_DIR) + "/suite"))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+//! The op spec in `path` (test fails if it does not parse).
+inline harness::OpSpec load_op_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = harness::parse_op_spec(text.str());
+  EXPECT_TRUE(parsed.ok()) << path << ": " << harness::describe_errors(parsed.errors);
+  return parsed.spec;
+}
+
+//! The suite op called `name` (level 1 or 2).
+inline harness::OpSpec suite_op(const std::string& name) {
+  for (const auto& path : suite_files())
+    if (path.stem() == name) return load_op_file(path);
+  ADD_FAILURE() << "no suite op " << name;
+  return {};
+}
+
+//! Suite level of an op file (from its folder name).
+inline int suite_level(const std::filesystem::path& path) {
+  return path.parent_path().filename() == "level1" ? 1 : 2;
+}
+
+}  // namespace kforge::testing

@@ -1,0 +1,520 @@
+// TorchScript -> codegen IR: compiles the op's forward with libtorch, inlines it, and
+// maps each aten node to IR nodes (composites such as softmax and layer_norm are
+// decomposed here). The codegen library's only libtorch translation unit.
+// Test: ctest -R codegen_lower.
+#include "worker/codegen/import_graph.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/jit.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "worker/harness/reference.h"
+
+namespace kforge::codegen {
+namespace {
+
+// Raised inside this file only; import_graph turns it into an `unsupported` reason.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a TorchScript value is at compile time: a tensor (IR node) or a constant.
+struct Val {
+  enum class Kind { tensor, number, boolean, none, text, ints, tensors } kind = Kind::none;
+  int node = -1;
+  double number = 0.0;
+  bool is_int = false;
+  bool from_size = false;  // an int read from a shape: fine for layer_norm's shape, not as data
+  bool flag = false;
+  std::string text;
+  std::vector<int64_t> ints;
+  std::vector<int> tensors;
+};
+
+class Importer {
+ public:
+  explicit Importer(const harness::OpSpec& spec) : spec_(spec) {}
+
+  Graph run(torch::jit::Graph& graph) {
+    auto inputs = graph.inputs();
+    if (inputs.size() != spec_.inputs.size())
+      throw Unsupported("forward takes " + std::to_string(inputs.size()) + " inputs, the op declares " +
+                        std::to_string(spec_.inputs.size()));
+    for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
+      const auto& in = spec_.inputs[input_idx];
+      if (in.dtype != harness::DType::float32)
+        throw Unsupported("input '" + in.name + "' is " + harness::dtype_name(in.dtype) +
+                          "; the teacher handles float32 inputs only");
+      Node node;
+      node.kind = NodeKind::input;
+      node.input_index = static_cast<int>(input_idx);
+      for (size_t axis = 0; axis < in.shape.size(); ++axis)
+        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis)});
+      g_.input_names.push_back(in.name);
+      g_.input_shapes.push_back(node.shape);
+      Val v;
+      v.kind = Val::Kind::tensor;
+      v.node = g_.add(node);
+      vals_[inputs[input_idx]] = v;
+    }
+    for (torch::jit::Node* node : graph.nodes()) visit(node);
+    auto outputs = graph.outputs();
+    if (outputs.size() != 1 || get(outputs[0]).kind != Val::Kind::tensor)
+      throw Unsupported("forward must return exactly one tensor");
+    g_.output = get(outputs[0]).node;
+    return std::move(g_);
+  }
+
+ private:
+  const harness::OpSpec& spec_;
+  Graph g_;
+  std::map<const torch::jit::Value*, Val> vals_;
+
+  const Val& get(const torch::jit::Value* value) {
+    auto it = vals_.find(value);
+    if (it == vals_.end()) throw Unsupported("value %" + value->debugName() + " has no known definition");
+    return it->second;
+  }
+
+  int constant(double value) {
+    Node node;
+    node.kind = NodeKind::constant;
+    node.scalar = value;
+    return g_.add(node);
+  }
+
+  // A tensor operand; numbers become scalar constants.
+  int tensor(const torch::jit::Value* value) {
+    const Val& v = get(value);
+    if (v.kind == Val::Kind::tensor) return v.node;
+    if (v.kind == Val::Kind::number || v.kind == Val::Kind::boolean) {
+      if (v.from_size) throw Unsupported("a tensor size used as data (x.size(i) in arithmetic) is not supported");
+      return constant(v.kind == Val::Kind::boolean ? (v.flag ? 1.0 : 0.0) : v.number);
+    }
+    throw Unsupported("expected a tensor or number operand");
+  }
+
+  double number(const torch::jit::Value* value) {
+    const Val& v = get(value);
+    if (v.kind == Val::Kind::number) return v.number;
+    if (v.kind == Val::Kind::boolean) return v.flag ? 1.0 : 0.0;
+    throw Unsupported("expected a constant number");
+  }
+
+  bool is_none(const torch::jit::Value* value) { return get(value).kind == Val::Kind::none; }
+  bool boolean(const torch::jit::Value* value) { return number(value) != 0.0; }
+
+  const Shape& shape(int id) { return g_.nodes[id].shape; }
+
+  int unary(const std::string& op, int a, double scalar = 0.0) {
+    Node node;
+    node.kind = NodeKind::unary;
+    node.op = op;
+    node.args = {a};
+    node.scalar = scalar;
+    node.shape = shape(a);
+    return g_.add(node);
+  }
+
+  int binary(const std::string& op, int a, int b) {
+    Node node;
+    node.kind = NodeKind::binary;
+    node.op = op;
+    node.args = {a, b};
+    if (!broadcast_shapes(shape(a), shape(b), node.shape)) throw Unsupported(op + ": shapes do not broadcast");
+    return g_.add(node);
+  }
+
+  int where(int c, int a, int b) {
+    Node node;
+    node.kind = NodeKind::where;
+    node.args = {c, a, b};
+    Shape ab;
+    if (!broadcast_shapes(shape(a), shape(b), ab) || !broadcast_shapes(shape(c), ab, node.shape))
+      throw Unsupported("where: shapes do not broadcast");
+    return g_.add(node);
+  }
+
+  int red_len() {
+    Node node;
+    node.kind = NodeKind::red_len;
+    return g_.add(node);
+  }
+
+  std::vector<int> norm_axes(int a, const std::vector<int64_t>& dims) {
+    int rank = static_cast<int>(shape(a).size());
+    std::vector<int> axes;
+    if (dims.empty()) {
+      for (int axis = 0; axis < rank; ++axis) axes.push_back(axis);
+      return axes;
+    }
+    for (auto d : dims) {
+      int axis = static_cast<int>(d < 0 ? d + rank : d);
+      if (axis < 0 || axis >= rank) throw Unsupported("reduction dim " + std::to_string(d) + " out of range");
+      axes.push_back(axis);
+    }
+    std::sort(axes.begin(), axes.end());
+    return axes;
+  }
+
+  int reduce(const std::string& op, int a, const std::vector<int>& axes, bool keepdim) {
+    Node node;
+    node.kind = NodeKind::reduce;
+    node.op = op;
+    node.args = {a};
+    node.axes = axes;
+    const Shape& in = shape(a);
+    for (int axis = 0; axis < static_cast<int>(in.size()); ++axis) {
+      bool reduced = std::find(axes.begin(), axes.end(), axis) != axes.end();
+      if (!reduced) node.shape.push_back(in[axis]);
+      else if (keepdim) node.shape.push_back(Dim::literal(1));
+    }
+    return g_.add(node);
+  }
+
+  int view(int a, const std::vector<int>& src) {
+    Node node;
+    node.kind = NodeKind::view;
+    node.args = {a};
+    node.src = src;
+    for (int s : src) node.shape.push_back(s < 0 ? Dim::literal(1) : shape(a)[s]);
+    return g_.add(node);
+  }
+
+  int transpose(int a, int64_t d0, int64_t d1) {
+    int rank = static_cast<int>(shape(a).size());
+    if (d0 < 0) d0 += rank;
+    if (d1 < 0) d1 += rank;
+    std::vector<int> src;
+    for (int axis = 0; axis < rank; ++axis) src.push_back(axis);
+    std::swap(src.at(d0), src.at(d1));
+    return view(a, src);
+  }
+
+  int matmul(int a, int b) {
+    const Shape &sa = shape(a), &sb = shape(b);
+    Node node;
+    node.kind = NodeKind::matmul;
+    node.args = {a, b};
+    if (sa.size() == 2 && sb.size() == 2) {
+      node.shape = {sa[0], sb[1]};
+    } else if (sa.size() == 2 && sb.size() == 1) {
+      node.shape = {sa[0]};
+    } else if (sa.size() == 3 && sb.size() == 3) {
+      node.shape = {sa[0], sa[1], sb[2]};
+    } else if (sa.size() == 3 && sb.size() == 2) {
+      node.shape = {sa[0], sa[1], sb[1]};
+    } else {
+      throw Unsupported("matmul of rank " + std::to_string(sa.size()) + " by rank " + std::to_string(sb.size()));
+    }
+    return g_.add(node);
+  }
+
+  // mean over axes: sum / number of elements combined.
+  int mean(int a, const std::vector<int>& axes, bool keepdim) {
+    return binary("div", reduce("sum", a, axes, keepdim), red_len());
+  }
+
+  int variance(int a, const std::vector<int>& axes, bool unbiased, bool keepdim) {
+    int m = mean(a, axes, true);
+    int d = binary("sub", a, m);
+    int s = reduce("sum", binary("mul", d, d), axes, keepdim);
+    int n = red_len();
+    return binary("div", s, unbiased ? binary("sub", n, constant(1.0)) : n);
+  }
+
+  void set(const torch::jit::Value* out, int node) {
+    Val v;
+    v.kind = Val::Kind::tensor;
+    v.node = node;
+    vals_[out] = v;
+  }
+
+  std::vector<int64_t> int_list(const torch::jit::Value* value) {
+    const Val& v = get(value);
+    if (v.kind == Val::Kind::ints) return v.ints;
+    if (v.kind == Val::Kind::number && v.is_int) return {static_cast<int64_t>(v.number)};
+    if (v.kind == Val::Kind::none) return {};
+    throw Unsupported("expected a list of ints");
+  }
+
+  void visit(torch::jit::Node* node);
+  void visit_constant(torch::jit::Node* node);
+};
+
+void Importer::visit_constant(torch::jit::Node* node) {
+  auto ivalue = torch::jit::toIValue(node->output());
+  Val v;
+  if (!ivalue || ivalue->isNone()) {
+    v.kind = Val::Kind::none;
+  } else if (ivalue->isInt()) {
+    v.kind = Val::Kind::number;
+    v.number = static_cast<double>(ivalue->toInt());
+    v.is_int = true;
+  } else if (ivalue->isDouble()) {
+    v.kind = Val::Kind::number;
+    v.number = ivalue->toDouble();
+  } else if (ivalue->isBool()) {
+    v.kind = Val::Kind::boolean;
+    v.flag = ivalue->toBool();
+  } else if (ivalue->isString()) {
+    v.kind = Val::Kind::text;
+    v.text = ivalue->toStringRef();
+  } else if (ivalue->isIntList()) {
+    v.kind = Val::Kind::ints;
+    v.ints = ivalue->toIntVector();
+  } else if (ivalue->isDevice() || ivalue->isTensor()) {
+    throw Unsupported("tensor constants in the source are not supported");
+  } else {
+    v.kind = Val::Kind::none;  // dtypes, layouts, devices: only default (None-like) uses are accepted
+  }
+  vals_[node->output()] = v;
+}
+
+void Importer::visit(torch::jit::Node* node) {
+  using torch::jit::Value;
+  const std::string kind = node->kind().toQualString();
+  auto in = node->inputs();
+  auto arg = [&](size_t idx) -> const Value* { return in.at(idx); };
+  auto out = node->outputs().size() == 1 ? node->output() : nullptr;
+
+  if (kind == "prim::Constant") return visit_constant(node);
+  if (kind == "prim::ListConstruct") {
+    Val v;
+    bool all_tensors = !in.empty();
+    for (const Value* item : in) all_tensors = all_tensors && get(item).kind == Val::Kind::tensor;
+    if (all_tensors) {
+      v.kind = Val::Kind::tensors;
+      for (const Value* item : in) v.tensors.push_back(get(item).node);
+    } else {
+      v.kind = Val::Kind::ints;
+      for (const Value* item : in) v.ints.push_back(static_cast<int64_t>(number(item)));
+    }
+    vals_[out] = v;
+    return;
+  }
+  if (kind == "aten::size" && in.size() == 2) {
+    const Shape& s = shape(tensor(arg(0)));
+    auto axis = static_cast<int64_t>(number(arg(1)));
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    Val v;
+    v.kind = Val::Kind::number;
+    v.is_int = true;
+    v.from_size = true;
+    v.number = static_cast<double>(s.at(axis).value);
+    vals_[out] = v;
+    return;
+  }
+
+  static const std::vector<std::string> kUnary = {"relu", "silu", "tanh", "sigmoid", "exp", "log", "log1p",
+                                                  "abs", "sqrt", "rsqrt", "neg", "sin", "cos", "erf",
+                                                  "reciprocal", "square", "sign", "expm1", "floor", "ceil"};
+  const std::string name = kind.substr(kind.find("::") + 2);
+  if (kind.rfind("aten::", 0) == 0 && std::find(kUnary.begin(), kUnary.end(), name) != kUnary.end()) {
+    return set(out, unary(name, tensor(arg(0))));
+  }
+  if (kind == "aten::gelu") {
+    bool tanh_approx = in.size() > 1 && get(arg(1)).kind == Val::Kind::text && get(arg(1)).text == "tanh";
+    return set(out, unary(tanh_approx ? "gelu_tanh" : "gelu", tensor(arg(0))));
+  }
+  if (kind == "aten::leaky_relu") return set(out, unary("leaky_relu", tensor(arg(0)), number(arg(1))));
+  if (kind == "aten::clamp" || kind == "aten::clamp_min" || kind == "aten::clamp_max") {
+    int x = tensor(arg(0));
+    Node n;
+    n.kind = NodeKind::unary;
+    n.op = "clamp";
+    n.args = {x};
+    n.shape = shape(x);
+    if (kind == "aten::clamp_max") {
+      n.has_hi = true;
+      n.hi = number(arg(1));
+    } else {
+      n.has_lo = !is_none(arg(1));
+      if (n.has_lo) n.lo = number(arg(1));
+      if (kind == "aten::clamp" && in.size() > 2 && !is_none(arg(2))) {
+        n.has_hi = true;
+        n.hi = number(arg(2));
+      }
+    }
+    if (get(arg(0)).kind != Val::Kind::tensor) throw Unsupported("clamp of a non-tensor");
+    return set(out, g_.add(n));
+  }
+  if (kind == "aten::pow") {
+    if (get(arg(1)).kind == Val::Kind::number) return set(out, unary("pow_scalar", tensor(arg(0)), number(arg(1))));
+    return set(out, binary("pow", tensor(arg(0)), tensor(arg(1))));
+  }
+  if (kind == "aten::add" || kind == "aten::sub") {
+    int b = tensor(arg(1));
+    if (in.size() > 2 && number(arg(2)) != 1.0) b = binary("mul", b, constant(number(arg(2))));
+    return set(out, binary(name, tensor(arg(0)), b));
+  }
+  if (kind == "aten::rsub") {
+    int x = tensor(arg(0));
+    if (in.size() > 2 && number(arg(2)) != 1.0) x = binary("mul", x, constant(number(arg(2))));
+    return set(out, binary("sub", tensor(arg(1)), x));
+  }
+  static const std::vector<std::string> kBinary = {"mul", "div", "maximum", "minimum", "gt", "lt", "ge", "le",
+                                                   "eq", "ne", "fmod"};
+  if (kind.rfind("aten::", 0) == 0 && std::find(kBinary.begin(), kBinary.end(), name) != kBinary.end()) {
+    if (kind == "aten::div" && in.size() > 2 && !is_none(arg(2)))
+      throw Unsupported("div with rounding_mode is not supported");
+    return set(out, binary(name, tensor(arg(0)), tensor(arg(1))));
+  }
+  if (kind == "aten::where" && in.size() == 3) return set(out, where(tensor(arg(0)), tensor(arg(1)), tensor(arg(2))));
+  if (kind == "aten::contiguous" || kind == "aten::clone" ||
+      (kind == "aten::dropout" && in.size() == 3 && !boolean(arg(2)))) {
+    return set(out, tensor(arg(0)));
+  }
+
+  // Reductions and row ops.
+  if (kind == "aten::sum" || kind == "aten::mean" || kind == "aten::amax" || kind == "aten::amin") {
+    int x = tensor(arg(0));
+    std::vector<int64_t> dims;
+    bool keepdim = false;
+    if (in.size() >= 3) {
+      dims = int_list(arg(1));
+      keepdim = boolean(arg(2));
+    } else if (in.size() == 2 && (kind == "aten::amax" || kind == "aten::amin")) {
+      dims = int_list(arg(1));
+    }
+    auto axes = norm_axes(x, dims);
+    if (kind == "aten::mean") return set(out, mean(x, axes, keepdim));
+    return set(out, reduce(kind == "aten::sum" ? "sum" : kind == "aten::amax" ? "max" : "min", x, axes, keepdim));
+  }
+  if (kind == "aten::var" || kind == "aten::std") {
+    int x = tensor(arg(0));
+    std::vector<int64_t> dims;
+    bool unbiased = true, keepdim = false;
+    if (in.size() == 2) {
+      unbiased = boolean(arg(1));
+    } else if (in.size() >= 4) {
+      dims = int_list(arg(1));
+      const Val& u = get(arg(2));
+      if (u.kind == Val::Kind::boolean) unbiased = u.flag;
+      else if (u.kind == Val::Kind::number) unbiased = u.number != 0.0;  // correction=1 or 0
+      keepdim = boolean(arg(3));
+    }
+    int v = variance(x, norm_axes(x, dims), unbiased, keepdim);
+    return set(out, kind == "aten::std" ? unary("sqrt", v) : v);
+  }
+  if (kind == "aten::norm" && in.size() >= 3) {
+    int x = tensor(arg(0));
+    if (!is_none(arg(1)) && number(arg(1)) != 2.0) throw Unsupported("norm with p != 2 is not supported");
+    bool keepdim = in.size() > 3 && get(arg(3)).kind == Val::Kind::boolean && boolean(arg(3));
+    return set(out, unary("sqrt", reduce("sum", binary("mul", x, x), norm_axes(x, int_list(arg(2))), keepdim)));
+  }
+  if (kind == "aten::logsumexp") {
+    int x = tensor(arg(0));
+    auto axes = norm_axes(x, int_list(arg(1)));
+    bool keepdim = boolean(arg(2));
+    int m = reduce("max", x, axes, true);
+    int lse = binary("add", unary("log", reduce("sum", unary("exp", binary("sub", x, m)), axes, true)), m);
+    if (!keepdim) {
+      std::vector<int> src;
+      for (int axis = 0; axis < static_cast<int>(shape(x).size()); ++axis)
+        if (std::find(axes.begin(), axes.end(), axis) == axes.end()) src.push_back(axis);
+      lse = view(lse, src);
+    }
+    return set(out, lse);
+  }
+  if (kind == "aten::softmax" || kind == "aten::log_softmax") {
+    int x = tensor(arg(0));
+    auto axes = norm_axes(x, {static_cast<int64_t>(number(arg(1)))});
+    int m = reduce("max", x, axes, true);
+    int shifted = binary("sub", x, m);
+    int s = reduce("sum", unary("exp", shifted), axes, true);
+    if (kind == "aten::softmax") return set(out, binary("div", unary("exp", shifted), s));
+    return set(out, binary("sub", shifted, unary("log", s)));
+  }
+  if (kind == "aten::layer_norm") {
+    int x = tensor(arg(0));
+    auto normalized = int_list(arg(1));
+    if (normalized.size() != 1) throw Unsupported("layer_norm over more than the last dim is not supported");
+    std::vector<int> axes = {static_cast<int>(shape(x).size()) - 1};
+    int d = binary("sub", x, mean(x, axes, true));
+    int v = binary("div", reduce("sum", binary("mul", d, d), axes, true), red_len());
+    int y = binary("mul", d, unary("rsqrt", binary("add", v, constant(number(arg(4))))));
+    if (!is_none(arg(2))) y = binary("mul", y, tensor(arg(2)));
+    if (!is_none(arg(3))) y = binary("add", y, tensor(arg(3)));
+    return set(out, y);
+  }
+
+  // Views.
+  if (kind == "aten::t") {
+    int x = tensor(arg(0));
+    return set(out, shape(x).size() < 2 ? x : transpose(x, 0, 1));
+  }
+  if (kind == "aten::transpose") {
+    return set(out, transpose(tensor(arg(0)), static_cast<int64_t>(number(arg(1))),
+                              static_cast<int64_t>(number(arg(2)))));
+  }
+  if (kind == "aten::permute") {
+    int x = tensor(arg(0));
+    std::vector<int> src;
+    for (auto d : int_list(arg(1))) src.push_back(static_cast<int>(d < 0 ? d + shape(x).size() : d));
+    return set(out, view(x, src));
+  }
+  if (kind == "aten::squeeze" || kind == "aten::unsqueeze") {
+    int x = tensor(arg(0));
+    int rank = static_cast<int>(shape(x).size());
+    if (in.size() < 2) throw Unsupported("squeeze without a dim is not supported");
+    auto d = static_cast<int>(number(arg(1)));
+    std::vector<int> src;
+    if (kind == "aten::squeeze") {
+      if (d < 0) d += rank;
+      if (shape(x)[d].value != 1) return set(out, x);
+      for (int axis = 0; axis < rank; ++axis)
+        if (axis != d) src.push_back(axis);
+    } else {
+      if (d < 0) d += rank + 1;
+      for (int axis = 0; axis < rank; ++axis) src.push_back(axis);
+      src.insert(src.begin() + d, -1);
+    }
+    return set(out, view(x, src));
+  }
+
+  // Matrix products.
+  if (kind == "aten::matmul" || kind == "aten::mm" || kind == "aten::bmm" || kind == "aten::mv") {
+    return set(out, matmul(tensor(arg(0)), tensor(arg(1))));
+  }
+  if (kind == "aten::linear") {
+    int w = tensor(arg(1));
+    if (shape(w).size() != 2) throw Unsupported("linear weight must be 2-d");
+    int y = matmul(tensor(arg(0)), transpose(w, 0, 1));
+    if (in.size() > 2 && !is_none(arg(2))) y = binary("add", y, tensor(arg(2)));
+    return set(out, y);
+  }
+  if (kind == "aten::addmm") {
+    return set(out, binary("add", tensor(arg(0)), matmul(tensor(arg(1)), tensor(arg(2)))));
+  }
+  throw Unsupported(kind + " has no lowering in the teacher compiler");
+}
+
+}  // namespace
+
+ImportResult import_graph(const harness::OpSpec& spec) {
+  ImportResult result;
+  auto normalized = harness::normalize_source(spec.source);
+  if (!normalized.error.empty()) {
+    result.unsupported = "source: " + normalized.error;
+    return result;
+  }
+  try {
+    auto unit = torch::jit::compile(normalized.source);
+    auto graph = torch::jit::toGraphFunction(unit->get_function("forward")).graph()->copy();
+    torch::jit::Inline(*graph);
+    result.graph = Importer(spec).run(*graph);
+  } catch (const Unsupported& e) {
+    result.unsupported = e.what();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    result.unsupported = "TorchScript: " + what.substr(0, what.find('\n'));
+  }
+  return result;
+}
+
+}  // namespace kforge::codegen

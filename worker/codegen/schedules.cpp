@@ -1,0 +1,83 @@
+// The schedule space of an op: the variants autotune tries and the SFT corpus draws
+// from. Built from the stage kinds; a variant is kept only if it emits a program
+// that differs from every variant before it. Test: ctest -R codegen.
+#include <set>
+#include <tuple>
+
+#include "worker/codegen/codegen.h"
+
+namespace kforge::codegen {
+
+std::vector<Schedule> schedule_space(const Analysis& analysis) {
+  std::vector<Schedule> out;
+  if (!analysis.ok()) return out;
+  bool pointwise = false, rows = false, full = false, matmul = false;
+  for (const auto& stage : analysis.stages) {
+    pointwise |= stage.kind == StageKind::pointwise;
+    rows |= stage.kind == StageKind::reduce_rows;
+    full |= stage.kind == StageKind::reduce_full;
+    matmul |= stage.kind == StageKind::matmul;
+  }
+  std::vector<Schedule> candidates;
+  // Matmul tiles x outputs per work-item; the other knobs stay at defaults unless
+  // another stage kind needs them too.
+  std::vector<std::pair<int, int>> tiles = {{16, 4}, {16, 1}, {32, 8}, {32, 4}, {8, 2}, {16, 8}};
+  if (!matmul) tiles = {{16, 1}};
+  for (auto [tile, wpt] : tiles) {
+    for (int unroll : matmul ? std::vector<int>{1, 4} : std::vector<int>{1}) {
+      Schedule base;
+      base.tile = tile;
+      base.work_per_item = wpt;
+      base.unroll = unroll;
+      if (rows) {
+        for (int wg : {64, 128, 256}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::group;
+          s.work_group = wg;
+          candidates.push_back(s);
+        }
+        // item: (work_group, vector_width, unroll); vectors only apply to last-dim rows.
+        for (auto [wg, vec, u] : std::vector<std::tuple<int, int, int>>{
+                 {16, 8, 1}, {64, 4, 1}, {16, 8, 4}, {16, 1, 1}, {64, 1, 4}}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::item;
+          s.work_group = wg;
+          s.vector_width = vec;
+          s.unroll = std::max(u, unroll);
+          candidates.push_back(s);
+        }
+      } else if (full) {
+        for (int wg : {128, 256})
+          for (int parts : {16, 64, 256}) {
+            Schedule s = base;
+            s.work_group = wg;
+            s.partials = parts;
+            candidates.push_back(s);
+          }
+      } else if (pointwise) {
+        for (int wg : {64, 256})
+          for (int per_item : {1, 4})
+            for (int vec : {1, 4, 8}) {
+              Schedule s = base;
+              s.work_group = wg;
+              s.per_item = per_item;
+              s.vector_width = vec;
+              candidates.push_back(s);
+            }
+      } else {
+        candidates.push_back(base);
+      }
+    }
+  }
+  std::set<std::string> programs;
+  for (const auto& s : candidates) {
+    auto gen = emit_program(analysis, s);
+    if (!gen.ok()) continue;
+    // The header names the schedule; compare the code below it.
+    std::string code = gen.program.substr(gen.program.find('\n') + 1);
+    if (programs.insert(code).second) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,73 @@
+// Evaluation runner; see evaluate.h. Tested by tests/worker/train/evaluate_test.cpp.
+#include "worker/train/evaluate.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "worker/train/grpo_trainer.h"
+
+namespace kforge::train {
+
+std::string EvalConfig::validate() const {
+  if (samples_per_op < 1) return "eval.samples_per_op must be >= 1";
+  if (k < 1) return "eval.k must be >= 1";
+  if (check_threads < 1) return "eval.check_threads must be >= 1";
+  if (sampling.temperature < 0) return "eval.sampling.temperature must be >= 0";
+  if (sampling.max_new_tokens < 1) return "eval.sampling.max_new_tokens must be >= 1";
+  return "";
+}
+
+EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& tasks, Checker& checker,
+                            const EvalConfig& config, std::vector<OpSamples>* raw) {
+  if (auto error = config.validate(); !error.empty()) throw std::invalid_argument(error);
+  std::vector<const Task*> sample_tasks;
+  std::vector<std::string> texts;
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    std::vector<int64_t> prompt = policy.encode(tasks[task_idx].prompt);
+    auto samples = policy.sample(prompt, config.samples_per_op, config.sampling, config.seed + 7919ull * task_idx);
+    for (auto& sample : samples) {
+      sample_tasks.push_back(&tasks[task_idx]);
+      texts.push_back(std::move(sample.text));
+    }
+  }
+  std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, texts, config.check_threads);
+  std::vector<OpSamples> ops(tasks.size());
+  size_t sample_idx = 0;
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    ops[task_idx].op = tasks[task_idx].id;
+    for (; sample_idx < checks.size() && sample_tasks[sample_idx] == &tasks[task_idx]; ++sample_idx)
+      ops[task_idx].samples.push_back({checks[sample_idx].outcome, checks[sample_idx].speedup,
+                                       checks[sample_idx].suspicious});
+  }
+  EvalSummary summary = summarize_eval(ops, config.k);
+  if (raw) *raw = std::move(ops);
+  return summary;
+}
+
+std::string eval_summary_to_json(const EvalSummary& s) {
+  nlohmann::json per_op = nlohmann::json::array();
+  for (const auto& op : s.per_op)
+    per_op.push_back({{"op", op.op},
+                      {"samples", op.samples},
+                      {"correct", op.correct},
+                      {"pass_at_1", op.pass_at_1},
+                      {"pass_at_k", op.pass_at_k},
+                      {"best_speedup", op.best_speedup},
+                      {"compile_rate", op.compile_rate}});
+  nlohmann::json j = {{"k", s.k},
+                      {"ops", s.ops},
+                      {"compile_rate", s.compile_rate},
+                      {"correct_rate", s.correct_rate},
+                      {"fast_0", s.correct_rate},
+                      {"pass_at_k", s.pass_at_k},
+                      {"fast_1", s.fast_1},
+                      {"fast_1_5", s.fast_1_5},
+                      {"fast_2", s.fast_2},
+                      {"geomean_speedup", s.geomean_speedup},
+                      {"ops_with_correct", s.ops_with_correct},
+                      {"per_op", per_op}};
+  return j.dump();
+}
+
+}  // namespace kforge::train

@@ -1,0 +1,88 @@
+// The GRPO loop: each step samples G completions per task from the current policy,
+// checks them in parallel, turns outcomes into rewards and group advantages, and
+// updates the policy with the clipped token-level loss. Tested by grpo_trainer_test.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/train/grpo.h"
+#include "worker/train/optim.h"
+#include "worker/train/reward.h"
+#include "worker/train/trainable_policy.h"
+
+namespace kforge::train {
+
+//! Settings of a GRPO run.
+struct GrpoConfig {
+  int group_size = 8;              //!< G samples per task
+  int tasks_per_step = 4;          //!< tasks in one step's batch
+  int steps = 50;                  //!< optimizer steps of the run
+  int update_epochs = 1;           //!< passes over one step's samples (1 = strictly on-policy)
+  int micro_batch = 16;            //!< sequences per forward/backward
+  int check_threads = 4;           //!< checks run at once (each in its own sandbox)
+  bool scale_advantages_by_std = true;  //!< GRPO std scaling (false: Dr. GRPO)
+  int overlong_buffer_tokens = 0;  //!< soft overlong penalty window (0 disables the penalty)
+  double overlong_factor = 1.0;    //!< penalty at max_new_tokens
+  uint64_t seed = 0;               //!< sampling seed base (step and task mixed in)
+  SamplingConfig sampling;         //!< how completions are sampled
+  RewardConfig reward;             //!< outcome -> reward
+  GrpoLossConfig loss;             //!< clipping, KL, clamp
+  OptimConfig optim;               //!< AdamW and schedule (accumulation is set by the trainer)
+
+  //! Empty when valid, else a message naming the bad field.
+  std::string validate() const;
+};
+
+//! Metrics of one GRPO step (stored per step in training_metrics).
+struct GrpoStepMetrics {
+  int step = 0;                       //!< 1-based optimizer step
+  int samples = 0;                    //!< tasks * G
+  double reward_mean = 0, reward_max = 0;  //!< over all samples, penalty included
+  std::array<int, kOutcomeCount> outcomes{};  //!< histogram by Outcome
+  double correct_rate = 0;            //!< share of samples that are correct
+  double mean_speedup_correct = 0;    //!< mean speedup of correct, non-suspicious samples (0 if none)
+  double rule_violation_rate = 0;     //!< share of samples that broke a rule
+  double hacking_rate = 0;            //!< rule violations with matching output / (those + correct samples)
+  double suspicious_rate = 0;         //!< share of correct samples whose speedup is flagged
+  int groups_kept = 0, groups_dropped = 0;  //!< zero-variance groups are dropped
+  int64_t tokens = 0;                 //!< completion tokens sampled
+  int64_t active_tokens = 0;          //!< tokens that entered the loss
+  double truncated_rate = 0;          //!< share of samples cut at max_new_tokens
+  double loss = 0, kl = 0, entropy = 0, clip_fraction = 0, ratio_mean = 0;  //!< loss metrics (token means)
+  double grad_norm = 0, lr = 0;       //!< optimizer step
+  double sample_seconds = 0, check_seconds = 0, update_seconds = 0;  //!< time per phase
+
+  //! JSON object text with every field (outcome histogram by name).
+  std::string to_json() const;
+};
+
+//! Runs GRPO steps on a policy; the reference (frozen, may be null when kl_beta == 0)
+//! gives the KL anchor. Policy, reference and checker must outlive the trainer.
+class GrpoTrainer {
+ public:
+  //! Throws std::invalid_argument on an invalid config or a missing reference with kl_beta > 0.
+  GrpoTrainer(TrainablePolicy& policy, TrainablePolicy* reference, Checker& checker, const GrpoConfig& config);
+  ~GrpoTrainer();
+
+  //! One step on `tasks` (usually config.tasks_per_step of them): sample, check, update.
+  GrpoStepMetrics step(const std::vector<Task>& tasks);
+  //! Optimizer steps taken so far.
+  int steps_done() const;
+  //! The optimizer (to save or load its state with a checkpoint).
+  Optimizer& optimizer();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+//! Checks every (task, completion) pair with up to `threads` checks at once; results in input order.
+std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<const Task*>& tasks,
+                                         const std::vector<std::string>& completions, int threads);
+
+}  // namespace kforge::train

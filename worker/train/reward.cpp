@@ -1,0 +1,58 @@
+// Reward from a check outcome; see reward.h. Pure arithmetic, no libtorch.
+// Tested by tests/worker/train/reward_test.cpp.
+#include "worker/train/reward.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kforge::train {
+
+namespace {
+constexpr const char* kOutcomeNames[kOutcomeCount] = {"format_error",  "rule_violation", "compile_error", "runtime_error",
+                                                      "timeout",       "wrong_output",   "correct"};
+}  // namespace
+
+const char* outcome_name(Outcome outcome) { return kOutcomeNames[static_cast<int>(outcome)]; }
+
+std::optional<Outcome> outcome_from_name(const std::string& name) {
+  for (int outcome_idx = 0; outcome_idx < kOutcomeCount; ++outcome_idx)
+    if (name == kOutcomeNames[outcome_idx]) return static_cast<Outcome>(outcome_idx);
+  return std::nullopt;
+}
+
+bool outcome_compiled(Outcome outcome) {
+  return outcome == Outcome::runtime_error || outcome == Outcome::timeout || outcome == Outcome::wrong_output ||
+         outcome == Outcome::correct;
+}
+
+std::string RewardConfig::validate() const {
+  const std::pair<const char*, double> credits[] = {
+      {"format_error", format_error},   {"rule_violation", rule_violation}, {"compile_error", compile_error},
+      {"runtime_error", runtime_error}, {"timeout", timeout},               {"wrong_output", wrong_output},
+      {"correct", correct},             {"speed_weight", speed_weight},     {"speed_cap", speed_cap}};
+  for (const auto& [name, value] : credits)
+    if (!std::isfinite(value)) return std::string("reward.") + name + " must be a finite number";
+  if (speed_weight < 0) return "reward.speed_weight must be >= 0";
+  if (speed_cap < 0) return "reward.speed_cap must be >= 0";
+  return "";
+}
+
+double reward_for(const CheckSummary& check, const RewardConfig& config) {
+  switch (check.outcome) {
+    case Outcome::format_error: return config.format_error;
+    case Outcome::rule_violation: return config.rule_violation;
+    case Outcome::compile_error: return config.compile_error;
+    case Outcome::runtime_error: return config.runtime_error;
+    case Outcome::timeout: return config.timeout;
+    case Outcome::wrong_output: return config.wrong_output;
+    case Outcome::correct: break;
+  }
+  double reward = config.correct;
+  // A flagged speedup is not trusted: correctness counts, the bonus waits for review.
+  bool bonus_allowed = !check.suspicious || config.bonus_for_suspicious;
+  if (bonus_allowed && std::isfinite(check.speedup) && check.speedup > 0)
+    reward += config.speed_weight * std::min(check.speedup, config.speed_cap);
+  return reward;
+}
+
+}  // namespace kforge::train

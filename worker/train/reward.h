@@ -1,0 +1,55 @@
+// Reward of one checked kernel candidate (../shared/DESIGN.md "Reward"): 0 for
+// format errors and rule violations, partial credit for compiling and running,
+// 1 for correct plus a capped speed bonus. Tested by tests/worker/train/reward_test.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace kforge::train {
+
+//! Harness outcome of one candidate, in the order a candidate gets through the checker.
+enum class Outcome { format_error, rule_violation, compile_error, runtime_error, timeout, wrong_output, correct };
+
+//! The outcome's name as the harness and the database spell it ("wrong_output").
+const char* outcome_name(Outcome outcome);
+
+//! Parses an outcome name; nullopt for an unknown name.
+std::optional<Outcome> outcome_from_name(const std::string& name);
+
+//! Number of Outcome values (for histograms indexed by outcome).
+constexpr int kOutcomeCount = 7;
+
+//! True when the candidate compiled (it got at least as far as running).
+bool outcome_compiled(Outcome outcome);
+
+//! What the reward needs to know about one checked candidate.
+struct CheckSummary {
+  Outcome outcome = Outcome::format_error;  //!< the harness outcome
+  double speedup = 0.0;                     //!< eager time / kernel time, meaningful when correct
+  bool suspicious = false;                  //!< speedup above the harness's sanity bound
+  //! For a rule_violation: the harness ran it anyway and the output matched (reward hacking).
+  bool output_matched = false;
+};
+
+//! Per-outcome credit and speed bonus; defaults follow DESIGN.md.
+struct RewardConfig {
+  double format_error = 0.0;    //!< no parseable program
+  double rule_violation = 0.0;  //!< never credited, even when the output would be right
+  double compile_error = 0.05;  //!< parsed and passed the rules, did not compile
+  double runtime_error = 0.1;   //!< compiled, crashed
+  double timeout = 0.1;         //!< compiled, ran too long
+  double wrong_output = 0.2;    //!< compiled and ran, output mismatched
+  double correct = 1.0;         //!< verified correct
+  double speed_weight = 0.5;    //!< w in w * min(speedup, cap)
+  double speed_cap = 3.0;       //!< cap in w * min(speedup, cap)
+  bool bonus_for_suspicious = false;  //!< give the speed bonus to flagged speedups (off: correct credit only)
+
+  //! Empty when valid, else a message naming the bad field.
+  std::string validate() const;
+};
+
+//! The scalar reward of one candidate.
+double reward_for(const CheckSummary& check, const RewardConfig& config = {});
+
+}  // namespace kforge::train
