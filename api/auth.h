@@ -1,6 +1,6 @@
 // Bearer-token authentication with scopes. Tokens look like "kf_<48 hex>"; only
 // their sha256 is stored. admin implies submit. Reads need no token.
-// Tested in tests/api/auth_test.cpp and over HTTP in tests/server/api_test.cpp.
+// Tested over HTTP in tests/server/api_core_test.cpp (scopes, revocation, hashing).
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/metrics.h"
+#include "api/response_cache.h"
 #include "db/connection.h"
 
 namespace kforge::api {
@@ -21,6 +22,7 @@ struct ApiContext {
   double probe_wall_seconds = 20;         //!< wall limit of the sample run of a submitted op
   int64_t probe_memory_bytes = int64_t{2} << 30;  //!< address-space limit of that run
   int max_concurrent_probes = 2;          //!< more at once get 503 + Retry-After
+  ResponseCache* leaderboard_cache = nullptr;  //!< public leaderboard pages (may be null)
 };
 
 }  // namespace kforge::api

@@ -1,7 +1,7 @@
 // How jobs look through the API: one status vocabulary (queued, running,
 // succeeded, failed, cancelled, retrying) for generations, training jobs and
 // evaluations, plus the shared get/list/cancel plumbing keyed by job kind.
-// Tested in tests/api/job_view_test.cpp and over HTTP in tests/server/.
+// Tested in tests/api/handler_util_test.cpp and over HTTP in tests/server/api_resources_test.cpp.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,7 @@
 // Validating and storing an op: parse the op JSON (field errors -> 422), then
 // compile and run it once in the sandboxed probe (kforge-probe, CPU / memory /
 // wall limits) to record output shapes; compile errors name the line. Used by
-// POST /v1/ops and inline ops in POST /v1/generations. Tests: tests/server/api_ops_test.cpp.
+// POST /v1/ops and inline ops in POST /v1/generations. Tests: tests/server/api_resources_test.cpp and api_core_test.cpp.
 #pragma once
 
 #include <optional>

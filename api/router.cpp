@@ -45,6 +45,26 @@ void Router::add(const std::string& method, const std::string& pattern, Handler 
   routes_.push_back({method, pattern, split_path(pattern), std::move(handler), runs_inline});
 }
 
+void Router::set_fast_path(const std::string& method, const std::string& pattern, FastPath fast_path) {
+  for (auto& route : routes_) {
+    if (route.method == method && route.pattern == pattern) route.fast_path = std::move(fast_path);
+  }
+}
+
+std::optional<HttpResponse> Router::try_fast_path(HttpRequest& req) const {
+  auto parts = split_path(req.path);
+  for (const auto& route : routes_) {
+    if (route.method != req.method || !match(route.segments, parts, nullptr)) continue;
+    if (!route.fast_path) return std::nullopt;
+    try {
+      return route.fast_path(req);
+    } catch (const std::exception&) {
+      return std::nullopt;  // the real handler will run and report
+    }
+  }
+  return std::nullopt;
+}
+
 bool Router::runs_inline(const std::string& method, const std::string& path) const {
   auto parts = split_path(path);
   for (const auto& route : routes_) {

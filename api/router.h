@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@
 namespace kforge::api {
 
 using Handler = std::function<HttpResponse(HttpRequest&)>;
+//! A non-blocking shortcut tried on the HTTP thread first (a cache lookup);
+//! nullopt means "run the real handler on the executor".
+using FastPath = std::function<std::optional<HttpResponse>(HttpRequest&)>;
 
 class Router {
  public:
@@ -24,6 +28,10 @@ class Router {
   void set_fallback(Handler handler) { fallback_ = std::move(handler); }
   //! The route pattern a path matches, for metrics labels ("" if none).
   std::string route_of(const std::string& path) const;
+  //! Attaches a fast path to an already registered route.
+  void set_fast_path(const std::string& method, const std::string& pattern, FastPath fast_path);
+  //! Runs the matching route's fast path, if it has one and it answers.
+  std::optional<HttpResponse> try_fast_path(HttpRequest& req) const;
   //! True when the route for (method, path) was registered with runs_inline.
   bool runs_inline(const std::string& method, const std::string& path) const;
   //! Every registered (method, pattern), for tests that check the OpenAPI document.
@@ -36,6 +44,7 @@ class Router {
     std::vector<std::string> segments;
     Handler handler;
     bool runs_inline = false;
+    FastPath fast_path;
   };
   std::vector<Route> routes_;
   Handler fallback_;

@@ -1,6 +1,7 @@
 // Leaderboard queries (db/queries/leaderboards.sql).
 #include "db/leaderboards.h"
 
+#include "db/prepared.h"
 #include "db/sql.h"
 
 namespace kforge::db {
@@ -16,10 +17,12 @@ std::optional<double> optional_double(const pqxx::field& field) {
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
                                          const std::string& after_device, const std::string& target_filter,
                                          int limit) {
-  pqxx::read_transaction txn(conn);
+  ensure_prepared(conn, "leaderboard_ops");
+  // One statement in autocommit: no BEGIN/COMMIT round trips for a read.
+  pqxx::nontransaction txn(conn);
   std::vector<OpLeaderRow> out;
   for (const auto& row :
-       txn.exec_params(sql("leaderboard_ops"), after_op_id, after_target, after_device, target_filter, limit)) {
+       txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, target_filter, limit)) {
     OpLeaderRow r;
     r.op_id = row[0].as<int64_t>();
     r.op_name = row[1].as<std::string>();
@@ -40,10 +43,12 @@ std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_o
 std::vector<ModelLeaderRow> leaderboard_models(pqxx::connection& conn, int64_t after_model_id,
                                                const std::string& after_suite, const std::string& after_target,
                                                const std::string& suite_filter, int limit) {
-  pqxx::read_transaction txn(conn);
+  ensure_prepared(conn, "leaderboard_models");
+  // One statement in autocommit: no BEGIN/COMMIT round trips for a read.
+  pqxx::nontransaction txn(conn);
   std::vector<ModelLeaderRow> out;
   for (const auto& row :
-       txn.exec_params(sql("leaderboard_models"), after_model_id, after_suite, after_target, suite_filter, limit)) {
+       txn.exec_prepared("leaderboard_models", after_model_id, after_suite, after_target, suite_filter, limit)) {
     ModelLeaderRow r;
     r.model_id = row[0].as<int64_t>();
     r.model_name = row[1].as<std::string>();

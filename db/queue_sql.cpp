@@ -3,6 +3,8 @@
 
 #include <map>
 #include <mutex>
+#include <set>
+#include <tuple>
 
 #include "db/sql.h"
 
@@ -22,6 +24,21 @@ const std::string& job_sql(const std::string& name) {
     text.replace(pos, token.size(), columns);
   }
   return cache.emplace(name, std::move(text)).first->second;
+}
+
+void job_prepare(pqxx::connection& conn, const std::string& name) {
+  // Keyed by connection and backend pid: a new connection at a reused address
+  // (after a reconnect) is a new backend and is prepared again.
+  static std::mutex mutex;
+  static std::set<std::tuple<const void*, int, std::string>> prepared;
+  auto key = std::make_tuple(static_cast<const void*>(&conn), conn.backendpid(), name);
+  {
+    std::lock_guard lock(mutex);
+    if (prepared.count(key)) return;
+  }
+  conn.prepare(name, job_sql(name));
+  std::lock_guard lock(mutex);
+  prepared.insert(key);
 }
 
 }  // namespace kforge::db

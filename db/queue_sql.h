@@ -16,4 +16,9 @@ const std::string& job_sql(const std::string& name);
 //! A row selected with {{job_columns}} as a Job.
 Job job_from_row(const pqxx::row& row);
 
+//! Prepares job query `name` on this connection once (per backend), so hot paths
+//! (claim, complete, heartbeat) skip parse and plan. Call before opening the
+//! transaction, then txn.exec_prepared(name, ...).
+void job_prepare(pqxx::connection& conn, const std::string& name);
+
 }  // namespace kforge::db

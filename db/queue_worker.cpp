@@ -44,10 +44,11 @@ std::vector<Job> job_claim(pqxx::connection& conn, const ClaimRequest& request) 
   if (request.limit < 1 || request.limit > 10000)
     throw std::invalid_argument("claim limit " + std::to_string(request.limit) + " is out of range 1..10000");
   check_lease_seconds(request.lease_seconds);
-  pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_claim"), request.queue, request.worker_id, request.limit,
+  // One statement is atomic on its own: autocommit saves the BEGIN and COMMIT round trips.
+  job_prepare(conn, "job_claim");
+  pqxx::nontransaction txn(conn);
+  auto rows = txn.exec_prepared("job_claim", request.queue, request.worker_id, request.limit,
                               request.lease_seconds, text_array(request.kinds));
-  txn.commit();
   std::vector<Job> jobs;
   jobs.reserve(rows.size());
   for (const auto& row : rows) jobs.push_back(job_from_row(row));
@@ -71,10 +72,10 @@ HeartbeatResult job_heartbeat(pqxx::connection& conn, const JobLease& lease, dou
   check_lease_seconds(lease_seconds);
   if (!progress_json.empty() && !nlohmann::json::accept(progress_json))
     throw std::invalid_argument("job progress is not valid JSON");
-  pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_heartbeat"), lease.job_id, lease.worker_id, lease.attempt,
+  job_prepare(conn, "job_heartbeat");
+  pqxx::nontransaction txn(conn);
+  auto rows = txn.exec_prepared("job_heartbeat", lease.job_id, lease.worker_id, lease.attempt,
                               lease_seconds, progress_json);
-  txn.commit();
   if (rows.empty()) return {false, false};
   return {true, rows[0][0].as<bool>()};
 }
@@ -89,10 +90,10 @@ std::vector<HeartbeatResult> job_extend_leases(pqxx::connection& conn, int64_t w
     ids.push_back(lease.job_id);
     attempts.push_back(lease.attempt);
   }
-  pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_extend_leases"), worker_id, sql_bigint_array(ids),
+  job_prepare(conn, "job_extend_leases");
+  pqxx::nontransaction txn(conn);
+  auto rows = txn.exec_prepared("job_extend_leases", worker_id, sql_bigint_array(ids),
                               sql_bigint_array(attempts), lease_seconds);
-  txn.commit();
   std::map<int64_t, bool> held;  // job id -> cancel requested
   for (const auto& row : rows) held[row[0].as<int64_t>()] = row[1].as<bool>();
   for (size_t lease_idx = 0; lease_idx < leases.size(); ++lease_idx) {
@@ -107,11 +108,18 @@ bool job_complete(pqxx::connection& conn, const JobLease& lease, const std::stri
   if (!nlohmann::json::accept(result_json)) throw std::invalid_argument("job result is not valid JSON");
   if (!progress_json.empty() && !nlohmann::json::accept(progress_json))
     throw std::invalid_argument("job progress is not valid JSON");
+  job_prepare(conn, "job_complete");
+  if (!hook) {  // a single statement: autocommit
+    pqxx::nontransaction txn(conn);
+    return !txn.exec_prepared("job_complete", lease.job_id, lease.worker_id, lease.attempt, result_json,
+                            progress_json)
+                .empty();
+  }
   pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_complete"), lease.job_id, lease.worker_id, lease.attempt, result_json,
+  auto rows = txn.exec_prepared("job_complete", lease.job_id, lease.worker_id, lease.attempt, result_json,
                               progress_json);
   if (rows.empty()) return false;  // not ours any more: the transaction rolls back, no side effect
-  if (hook) hook(txn);
+  hook(txn);
   txn.commit();
   return true;
 }
@@ -143,8 +151,9 @@ std::vector<bool> job_complete_many(pqxx::connection& conn, int64_t worker_id,
   batch += "]";
   std::vector<int64_t> ids;
   for (const auto& completion : completions) ids.push_back(completion.lease.job_id);
+  job_prepare(conn, "job_complete_many");
   pqxx::work txn(conn);
-  auto rows = txn.exec_params(job_sql("job_complete_many"), worker_id, batch, sql_bigint_array(ids));
+  auto rows = txn.exec_prepared("job_complete_many", worker_id, batch, sql_bigint_array(ids));
   std::set<int64_t> done;
   for (const auto& row : rows) done.insert(row[0].as<int64_t>());
   for (size_t completion_idx = 0; completion_idx < completions.size(); ++completion_idx) {

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "db/prepared.h"
 #include "db/sql.h"
 
 namespace kforge::db {
@@ -41,8 +42,9 @@ TokenRecord token_insert(pqxx::connection& conn, const std::string& name, const 
 }
 
 std::optional<TokenRecord> token_find(pqxx::connection& conn, const std::string& sha256_hex) {
+  ensure_prepared(conn, "token_find");
   pqxx::work txn(conn);
-  auto result = txn.exec_params(sql("token_find"), sha256_hex);
+  auto result = txn.exec_prepared("token_find", sha256_hex);
   txn.commit();
   if (result.empty()) return std::nullopt;
   const auto& row = result[0];
@@ -96,6 +98,13 @@ void idempotency_store(pqxx::connection& conn, const std::string& principal, con
   txn.exec_params0(sql("idempotency_store"), principal, method, path, key, record.request_sha256, record.status,
                    record.content_type, record.body);
   txn.commit();
+}
+
+int64_t idempotency_expire(pqxx::connection& conn) {
+  pqxx::work txn(conn);
+  auto result = txn.exec(sql("idempotency_expire"));
+  txn.commit();
+  return static_cast<int64_t>(result.affected_rows());
 }
 
 }  // namespace kforge::db

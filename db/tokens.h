@@ -1,5 +1,5 @@
 // API tokens (hashed) and Idempotency-Key records: the storage behind api/auth
-// and api/idempotency. Tested through tests/db/tokens_test.cpp.
+// and Idempotency-Key handling. Tested in tests/db/api_store_test.cpp and over HTTP.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,9 @@ std::optional<IdempotencyRecord> idempotency_find(pqxx::connection& conn, const 
 //! Stores the first response (an existing fresh record wins).
 void idempotency_store(pqxx::connection& conn, const std::string& principal, const std::string& method,
                        const std::string& path, const std::string& key, const IdempotencyRecord& record);
+
+//! Deletes idempotency records older than 24 hours; returns how many.
+int64_t idempotency_expire(pqxx::connection& conn);
 
 //! Splits "a,b" into {"a","b"} (empty string -> empty list).
 std::vector<std::string> split_csv(const std::string& text);

@@ -45,6 +45,8 @@ stop_all() {
 trap stop_all INT TERM EXIT
 
 "$build_dir/bin/kforge-server" migrate >/dev/null
+# A fresh admin token for local use (only its sha256 is stored).
+admin_token=$("$build_dir/bin/kforge-server" token create --scope admin --name "make run" 2>/dev/null)
 "$build_dir/bin/kforge-server" --port "$port" --web-dir "$root/web" 2>>"$KFORGE_DATA_DIR/log/server.log" &
 pids+=($!)
 "$build_dir/bin/kforge-worker" 2>>"$KFORGE_DATA_DIR/log/worker.log" &
@@ -64,6 +66,8 @@ kforge is running
   web UI and API  http://127.0.0.1:$port/    (try: curl http://127.0.0.1:$port/v1/health)
   database        $KFORGE_DATABASE_URL
   logs            $KFORGE_DATA_DIR/log/
+  admin token     $admin_token
+                  (export KFORGE_TOKEN=$admin_token; build/bin/kforge --help)
 Press Ctrl-C to stop.
 MSG
 wait -n "${pids[@]}" || true

@@ -130,6 +130,10 @@ struct HttpServer::Impl {
       finish(ex, router.dispatch(ex->req));
       return;
     }
+    if (auto fast = router.try_fast_path(ex->req)) {
+      finish(ex, std::move(*fast));
+      return;
+    }
     bool queued = executor.try_submit([this, ex] { finish(ex, router.dispatch(ex->req)); });
     if (!queued) {
       api::HttpResponse busy = api::problem(api::ErrorKind::unavailable, "the server is saturated; retry shortly");

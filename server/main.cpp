@@ -37,10 +37,11 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"max-body-bytes", "KFORGE_MAX_BODY_BYTES", "1048576", "request body limit"},
       {"db-pool-size", "KFORGE_DB_POOL_SIZE", "8", "database connections for request handling"},
       {"executor-threads", "KFORGE_EXECUTOR_THREADS", "0", "handler threads (0: one per pooled connection)"},
-      {"max-queue", "KFORGE_MAX_QUEUE", "256", "handler tasks that may wait before the server answers 503"},
+      {"max-queue", "KFORGE_MAX_QUEUE", "1024", "handler tasks that may wait before the server answers 503"},
       {"max-header-bytes", "KFORGE_MAX_HEADER_BYTES", "16384", "request header limit (431 above it)"},
       {"access-log", "KFORGE_ACCESS_LOG", "true", "log one line per request (true/false)", true},
       {"models-dir", "KFORGE_MODELS_DIR", "", "directory of model versions (default: <data dir>/models)"},
+      {"leaderboard-cache-ms", "KFORGE_LEADERBOARD_CACHE_MS", "1000", "how stale a leaderboard page may be (0: no cache)"},
       {"probe-timeout-s", "KFORGE_PROBE_TIMEOUT_S", "20", "wall/CPU limit of a submitted op's sample run"},
       {"probe-memory-mb", "KFORGE_PROBE_MEMORY_MB", "2048", "memory limit of a submitted op's sample run"},
       {"scope", "", "submit", "token create: scopes, comma-separated (submit, admin)"},
@@ -99,6 +100,24 @@ void raise_fd_limit() {
   }
 }
 
+// Deletes day-old Idempotency-Key records every 10 minutes (the key's promise
+// lasts 24 h; without this the table would only grow).
+void expire_idempotency_records(const std::string& url, std::atomic<bool>& stopping) {
+  auto next = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!stopping) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (std::chrono::steady_clock::now() < next) continue;
+    next = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    try {
+      auto conn = kforge::db::connect(url);
+      int64_t removed = kforge::db::idempotency_expire(*conn);
+      if (removed > 0) kforge::log_info("server", "expired idempotency records", {{"count", std::to_string(removed)}});
+    } catch (const std::exception& e) {
+      kforge::log_warn("server", "could not expire idempotency records", {{"error", e.what()}});
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,31 +162,48 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  int port = 0;
+  // Every numeric flag is read here, so a typo is one clear message, not an abort.
+  int port = 0, pool_flag = 0, threads_flag = 0, max_queue = 0, cache_ms = 0, probe_mb = 0;
+  int max_body = 0, max_header = 0;
+  double probe_s = 0;
   try {
     port = flags.get_int("port");
+    pool_flag = flags.get_int("db-pool-size");
+    threads_flag = flags.get_int("executor-threads");
+    max_queue = flags.get_int("max-queue");
+    cache_ms = flags.get_int("leaderboard-cache-ms");
+    probe_mb = flags.get_int("probe-memory-mb");
+    probe_s = flags.get_double("probe-timeout-s");
+    max_body = flags.get_int("max-body-bytes");
+    max_header = flags.get_int("max-header-bytes");
   } catch (const std::exception& e) {
     std::cerr << "kforge-server: " << e.what() << "\n";
     return 2;
   }
+  if (max_body < 1 || max_header < 1 || probe_s <= 0 || probe_mb < 64) {
+    std::cerr << "kforge-server: --max-body-bytes and --max-header-bytes must be positive, --probe-timeout-s > 0, "
+                 "--probe-memory-mb >= 64\n";
+    return 2;
+  }
   raise_fd_limit();
-  size_t pool_size = static_cast<size_t>(std::max(1, flags.get_int("db-pool-size")));
-  size_t threads = flags.get_int("executor-threads") > 0 ? static_cast<size_t>(flags.get_int("executor-threads"))
-                                                          : pool_size;
+  size_t pool_size = static_cast<size_t>(std::max(1, pool_flag));
+  size_t threads = threads_flag > 0 ? static_cast<size_t>(threads_flag) : pool_size;
   kforge::db::ConnectionPool pool(url, pool_size);
-  kforge::api::BoundedExecutor executor(threads, static_cast<size_t>(std::max(1, flags.get_int("max-queue"))));
+  kforge::api::BoundedExecutor executor(threads, static_cast<size_t>(std::max(1, max_queue)));
   kforge::api::Metrics metrics;
   kforge::api::SystemState state;
   state.pool = &pool;
   state.web_dir = flags.get("web-dir");
+  kforge::api::ResponseCache leaderboard_cache(std::chrono::milliseconds(std::max(0, cache_ms)));
   kforge::api::ApiContext ctx;
+  ctx.leaderboard_cache = &leaderboard_cache;
   ctx.pool = &pool;
   ctx.metrics = &metrics;
   ctx.web_dir = flags.get("web-dir");
   ctx.models_dir = flags.get("models-dir").empty() ? kforge::data_dir() + "/models" : flags.get("models-dir");
-  ctx.max_body_bytes = static_cast<size_t>(flags.get_int("max-body-bytes"));
-  ctx.probe_wall_seconds = flags.get_double("probe-timeout-s");
-  ctx.probe_memory_bytes = int64_t{flags.get_int("probe-memory-mb")} << 20;
+  ctx.max_body_bytes = static_cast<size_t>(max_body);
+  ctx.probe_wall_seconds = probe_s;
+  ctx.probe_memory_bytes = int64_t{probe_mb} << 20;
   kforge::api::Router router;
   kforge::api::add_system_routes(router, state);
   kforge::api::add_v1_routes(router, ctx);
@@ -177,7 +213,7 @@ int main(int argc, char** argv) {
   options.host = flags.get("host");
   options.port = port;
   options.max_body_bytes = ctx.max_body_bytes;
-  options.max_header_bytes = static_cast<size_t>(flags.get_int("max-header-bytes"));
+  options.max_header_bytes = static_cast<size_t>(max_header);
   options.access_log = flags.get_bool("access-log");
   kforge::server::HttpServer http(router, executor, &metrics, options);
   try {
@@ -189,6 +225,7 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> stopping{false};
   std::thread migrator([&] { migrate_until_done(url, stopping); });
+  std::thread expirer([&] { expire_idempotency_records(url, stopping); });
 
   int signo = 0;
   sigwait(&stop_signals, &signo);
@@ -197,5 +234,6 @@ int main(int argc, char** argv) {
   http.stop();
   executor.stop();
   migrator.join();
+  expirer.join();
   return 0;
 }

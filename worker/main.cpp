@@ -16,6 +16,9 @@
 #ifdef KFORGE_WITH_SERVER
 #include "worker/worker.h"
 #include "worker/worker_flags.h"
+#ifdef KFORGE_WITH_GENERATE
+#include "worker/jobs/generate.h"
+#endif
 #endif
 
 namespace {
@@ -84,7 +87,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.device = kforge::harness::describe_devices(kforge::harness::list_devices());
-  return kforge::worker::run_worker(options, g_stop);
+  kforge::worker::HandlerRegistry registry = kforge::worker::default_registry();
+#ifdef KFORGE_WITH_GENERATE
+  kforge::jobs::register_generate_job(registry, options.database_url);
+#endif
+  return kforge::worker::run_worker(options, registry, g_stop);
 #else
   std::cerr << "kforge-worker: 'run' needs a build with KFORGE_WITH_SERVER=ON; this build has only standalone commands\n";
   return 2;

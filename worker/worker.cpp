@@ -213,18 +213,22 @@ void Worker::produce() {
   const size_t max_backlog = static_cast<size_t>(options_.slots) * 4 + options_.complete_batch;
   // While the queue is backlogged, wait for half the slots to free before claiming
   // again: fewer, larger claims (one statement each) instead of many of one job.
-  const int refill_at = std::max(1, options_.slots / 2);
+  const int max_claim = options_.claim_batch > 0 ? std::min(options_.slots, options_.claim_batch) : options_.slots;
+  const int refill_at = std::max(1, std::min(options_.slots / 2, max_claim));
   bool backlogged = false;
   while (!stop_) {
     int free_slots;
     {
       std::unique_lock lock(mutex_);
       free_slots = options_.slots - static_cast<int>(ready_.size()) - running_;
-      bool enough_free = free_slots >= (backlogged ? refill_at : 1);
-      bool may_claim = enough_free && finished_.size() < max_backlog && (wake_ || Clock::now() >= next_claim);
-      if (!may_claim) {
-        // Woken by a freed slot, a NOTIFY, or the timer; at least every 100 ms to see `stop`.
-        producer_cv_.wait_until(lock, std::min(next_claim, after(0.1)));
+      bool room = free_slots >= (backlogged ? refill_at : 1) && finished_.size() < max_backlog;
+      bool due = wake_ || Clock::now() >= next_claim;
+      if (!room || !due) {
+        // Woken by a freed slot or a NOTIFY; by the timer only when there is room
+        // (else a past next_claim would make this spin); at least every 100 ms to see `stop`.
+        auto wake_at = after(0.1);
+        if (room) wake_at = std::min(wake_at, next_claim);
+        producer_cv_.wait_until(lock, wake_at);
         continue;
       }
       wake_ = false;
@@ -586,16 +590,19 @@ void Worker::keep(DbLink& link, Clock::time_point now) {
     }
     next_progress_ = after(options_.progress_seconds);
   }
+  bool elected = false;
   if (now >= next_rescue_) {
     next_rescue_ = after(options_.rescue_seconds);
     auto rescued = db::job_rescue(link.get(), options_.backoff);
+    elected = rescued.elected;
     if (rescued.retried + rescued.discarded + rescued.cancelled > 0) {
       log_info("worker", "rescued jobs with lapsed leases",
                {{"retried", std::to_string(rescued.retried)}, {"discarded", std::to_string(rescued.discarded)},
                 {"cancelled", std::to_string(rescued.cancelled)}});
     }
   }
-  if (options_.prune_retention_seconds > 0 && now >= next_prune_) {
+  // Only the elected maintainer prunes (it scans the finished jobs).
+  if (options_.prune_retention_seconds > 0 && elected && now >= next_prune_) {
     next_prune_ = after(60);
     auto pruned = db::job_prune(link.get(), options_.prune_retention_seconds);
     if (pruned > 0) log_info("worker", "pruned finished jobs", {{"deleted", std::to_string(pruned)}});

@@ -27,6 +27,12 @@ void apply_worker_flags(const Flags& flags, WorkerOptions& options) {
     return value;
   };
   options.queue = flags.get("queue");
+  bool queue_ok = !options.queue.empty() && options.queue.size() <= 63 && options.queue[0] >= 'a' && options.queue[0] <= 'z';
+  for (char c : options.queue) {
+    queue_ok = queue_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-');
+  }
+  if (!queue_ok) throw std::invalid_argument("--queue '" + options.queue + "' is invalid: use [a-z][a-z0-9_.-]*");
+  if (!(options.heartbeat_seconds > 0)) throw std::invalid_argument("--heartbeat-s must be > 0");
   options.lease_seconds = positive("lease-s", 0.1);
   options.poll_seconds = positive("poll-s", 0.01);
   options.claim_batch = static_cast<int>(positive("claim-batch", 0));

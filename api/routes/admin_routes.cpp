@@ -1,6 +1,6 @@
 // Admin routes: GET /v1/workers (heartbeats, current jobs), and API tokens
 // (GET/POST /v1/tokens, POST /v1/tokens/{id}/revoke). All need scope admin.
-// Tested over HTTP in tests/server/api_admin_test.cpp.
+// Tested over HTTP in tests/server/api_core_test.cpp and api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

@@ -1,7 +1,7 @@
 // Evaluations: POST /v1/evaluations (model version x suite x target -> an
 // evaluate job), GET list / one (status plus the metrics table once done:
 // compile rate, fast_0, fast_1, fast_1.5, fast_2, geomean speedup, per task).
-// Tested over HTTP in tests/server/api_jobs_test.cpp.
+// Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

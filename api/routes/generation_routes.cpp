@@ -1,7 +1,7 @@
 // Generations: POST /v1/generations (op id or inline op, target, model, samples,
 // time budget) -> 202 with the job; GET list / one (status, progress, best
 // kernel with speedup and source, timestamps, error); /candidates; /cancel.
-// Tested over HTTP in tests/server/api_jobs_test.cpp.
+// Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

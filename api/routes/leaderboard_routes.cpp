@@ -80,11 +80,29 @@ HttpResponse leaderboard_models(ApiContext& ctx, HttpRequest& req) {
   });
 }
 
+// Serves from the cache when fresh; otherwise computes and stores (200s only).
+HttpResponse cached(ApiContext& ctx, HttpRequest& req, HttpResponse (*compute)(ApiContext&, HttpRequest&)) {
+  if (!ctx.leaderboard_cache) return compute(ctx, req);
+  std::string key = ResponseCache::key_of(req);
+  if (auto hit = ctx.leaderboard_cache->get(key)) return *hit;
+  HttpResponse resp = compute(ctx, req);
+  ctx.leaderboard_cache->put(key, resp);
+  return resp;
+}
+
 }  // namespace
 
 void add_leaderboard_routes(Router& router, ApiContext& ctx) {
-  router.add("GET", "/v1/leaderboard/ops", [&ctx](HttpRequest& req) { return leaderboard_ops(ctx, req); });
-  router.add("GET", "/v1/leaderboard/models", [&ctx](HttpRequest& req) { return leaderboard_models(ctx, req); });
+  router.add("GET", "/v1/leaderboard/ops", [&ctx](HttpRequest& req) { return cached(ctx, req, leaderboard_ops); });
+  router.add("GET", "/v1/leaderboard/models",
+             [&ctx](HttpRequest& req) { return cached(ctx, req, leaderboard_models); });
+  // A fresh cached page is answered on the HTTP thread: no executor hand-off.
+  auto from_cache = [&ctx](HttpRequest& req) -> std::optional<HttpResponse> {
+    if (!ctx.leaderboard_cache) return std::nullopt;
+    return ctx.leaderboard_cache->get(ResponseCache::key_of(req));
+  };
+  router.set_fast_path("GET", "/v1/leaderboard/ops", from_cache);
+  router.set_fast_path("GET", "/v1/leaderboard/models", from_cache);
 }
 
 }  // namespace kforge::api

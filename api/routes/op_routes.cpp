@@ -1,6 +1,6 @@
 // Ops: POST /v1/ops (scope submit; validated, compiled and sample-run in the
 // sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public).
-// Tested over HTTP in tests/server/api_ops_test.cpp.
+// Tested over HTTP in tests/server/api_resources_test.cpp and api_core_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

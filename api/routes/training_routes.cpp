@@ -1,7 +1,7 @@
 // Training jobs: POST /v1/training-jobs (method sft | grpo, base model, dataset
 // or suite, hyperparameters with every default echoed back), GET list / one,
 // /cancel, /metrics (per-step series), /events. Job kinds train_sft, train_grpo.
-// Tested over HTTP in tests/server/api_jobs_test.cpp.
+// Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

@@ -23,6 +23,12 @@ def dtype_kw(dtype):
     return {"dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype": dtype}
 
 
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
 def log(*args):
     print(*args, flush=True)
 
@@ -76,7 +82,7 @@ def transformers_bench(case, model_dir, repeats, loop=False):
             runs.append({"wall_s": wall, "generated_tokens": generated, "tokens_per_s": generated / wall})
     rates = sorted(r["tokens_per_s"] for r in runs)
     result = {"engine": "transformers", "attn_implementation": getattr(model.config, "_attn_implementation", None),
-              "tokens_per_s": rates[len(rates) // 2], "runs": runs}
+              "tokens_per_s": median(rates), "runs": runs}
     if loop:
         result["forward_loop"] = transformers_forward_loop(model, input_ids, case, sync)
     return result

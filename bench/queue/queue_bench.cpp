@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -43,12 +46,17 @@ std::string url_with_database(const std::string& url, const std::string& databas
 }
 
 // A fresh, migrated database for one case, with pg_stat_statements available.
-std::string fresh_database(const std::string& name) {
+// A case may set "synchronous_commit": "off" for its database (to show what the
+// WAL flush per commit costs).
+std::string fresh_database(const std::string& name, const json& spec) {
   {
     auto admin = db::connect(admin_url);
     pqxx::nontransaction txn(*admin);
     txn.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
     txn.exec("CREATE DATABASE " + name);
+    std::string commit_mode = spec.value("synchronous_commit", "");
+    if (commit_mode == "off" || commit_mode == "on")
+      txn.exec("ALTER DATABASE " + name + " SET synchronous_commit = " + commit_mode);
   }
   std::string url = url_with_database(admin_url, name);
   auto conn = db::connect(url);
@@ -61,6 +69,45 @@ std::string scalar(pqxx::connection& conn, const std::string& query) {
   pqxx::nontransaction txn(conn);
   auto rows = txn.exec(query);
   return rows.empty() || rows[0][0].is_null() ? "" : rows[0][0].as<std::string>();
+}
+
+// CPU seconds (user + system) used so far by the processes `wanted(pid, ppid)`
+// picks. Other helpers share this machine, so we count only our cluster's
+// processes (the postmaster and its children) and our worker pids.
+double cpu_seconds(const std::function<bool(long, long)>& wanted) {
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    // After the command: field 3 state, 4 ppid, ..., 14 utime, 15 stime.
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    long ppid = 0;
+    double utime = 0, stime = 0;
+    for (int field_idx = 3; field_idx <= 15 && rest >> field; ++field_idx) {
+      if (field_idx == 4) ppid = std::stol(field);
+      if (field_idx == 14) utime = std::stod(field);
+      if (field_idx == 15) stime = std::stod(field);
+    }
+    if (wanted(std::stol(name), ppid)) total += (utime + stime) / ticks;
+  }
+  return total;
+}
+
+// The postmaster of the cluster behind `conn` (the parent of our backend).
+long postmaster_pid(pqxx::connection& conn) {
+  long backend = std::stol(scalar(conn, "SELECT pg_backend_pid()"));
+  std::ifstream in("/proc/" + std::to_string(backend) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string state, ppid;
+  rest >> state >> ppid;
+  return std::stol(ppid);
 }
 
 std::vector<db::JobInsert> noop_jobs(int count) {
@@ -125,6 +172,9 @@ json run_burn(const json& spec, const std::string& url, const std::string& name)
   for (int done = 0; done < total; done += 5000) db::job_insert_many(*conn, noop_jobs(std::min(5000, total - done)));
   pqxx::nontransaction(*conn).exec("VACUUM ANALYZE jobs");
   pqxx::nontransaction(*conn).exec("SELECT pg_stat_statements_reset()");
+  long postmaster = postmaster_pid(*conn);
+  auto ours = [postmaster](long pid, long ppid) { return pid == postmaster || ppid == postmaster; };
+  double pg_cpu_before = cpu_seconds(ours);
   auto started = Clock::now();
   auto workers = start_workers(spec, url, name);
   // Both probes use partial indexes, so polling costs little.
@@ -133,6 +183,12 @@ json run_burn(const json& spec, const std::string& url, const std::string& name)
       "EXISTS (SELECT 1 FROM jobs WHERE state = 'running')";
   while (scalar(*conn, pending) == "t") std::this_thread::sleep_for(std::chrono::milliseconds(200));
   double wall = std::chrono::duration<double>(Clock::now() - started).count();
+  // Read before the workers stop: their backends' CPU is gone once they exit.
+  double pg_cpu = cpu_seconds(ours) - pg_cpu_before;
+  double worker_cpu = cpu_seconds([&workers](long pid, long) {
+    for (auto& worker : workers) if (worker.pid() == pid) return true;
+    return false;
+  });
   stop_workers(workers);
   // Database clock: first claim to last completion, excluding process start-up.
   double busy = std::stod(scalar(*conn, "SELECT extract(epoch FROM max(finished_at) - min(attempted_at)) FROM jobs"));
@@ -147,6 +203,13 @@ json run_burn(const json& spec, const std::string& url, const std::string& name)
                  {"seconds_wall_including_worker_start", wall},
                  {"jobs_per_s", completed / busy},
                  {"max_attempt", std::stoi(scalar(*conn, "SELECT max(attempt) FROM jobs"))},
+                 // CPU actually spent (postgres includes its background processes):
+                 // a load-independent cost, since the machine is shared.
+                 {"cpu_seconds_postgres", pg_cpu},
+                 {"cpu_seconds_workers", worker_cpu},
+                 {"cpu_ms_per_1000_jobs", 1000.0 * (pg_cpu + worker_cpu) / std::max<int64_t>(completed, 1) * 1000.0},
+                 {"projected_jobs_per_s_if_2_cores_were_ours",
+                  2.0 * completed / std::max(pg_cpu + worker_cpu, 1e-9)},
                  {"top_statements", top_statements(*conn)}};
   return result;
 }
@@ -271,11 +334,17 @@ int main(int argc, char** argv) {
     std::string name = spec.at("name");
     if (only != ",," && only.find("," + name + ",") == std::string::npos) continue;
     std::cerr << "case " << name << " ...\n";
-    std::string url = fresh_database("kforge_bench_" + name);
+    std::string url = fresh_database("kforge_bench_" + name, spec);
     std::string type = spec.at("type");
-    json result = type == "enqueue" ? run_enqueue(spec, url)
-                  : type == "burn"  ? run_burn(spec, url, name)
-                                    : run_latency(spec, url, name);
+    json result;
+    try {
+      result = type == "enqueue" ? run_enqueue(spec, url)
+               : type == "burn"  ? run_burn(spec, url, name)
+                                 : run_latency(spec, url, name);
+    } catch (const std::exception& e) {
+      std::cerr << "kforge-bench-queue: case " << name << " failed: " << e.what() << "\n";
+      return 1;
+    }
     std::string loadavg = read_file("/proc/loadavg");
     result["loadavg_after"] = loadavg.substr(0, loadavg.find('\n'));
     std::cerr << "  " << result.dump() << "\n";

@@ -78,3 +78,30 @@ TEST(Problem, ValidationListsFields) {
 }
 
 }  // namespace
+
+TEST(Router, FastPathAnswersOrDefers) {
+  kforge::api::Router r;
+  int slow_calls = 0;
+  r.add("GET", "/v1/board", [&](HttpRequest&) {
+    ++slow_calls;
+    HttpResponse resp;
+    resp.body = "slow";
+    return resp;
+  });
+  bool warm = false;
+  r.set_fast_path("GET", "/v1/board", [&](HttpRequest&) -> std::optional<HttpResponse> {
+    if (!warm) return std::nullopt;
+    HttpResponse resp;
+    resp.body = "fast";
+    return resp;
+  });
+  HttpRequest req = make("GET", "/v1/board");
+  EXPECT_FALSE(r.try_fast_path(req)) << "cold: defer to the handler";
+  warm = true;
+  auto fast = r.try_fast_path(req);
+  ASSERT_TRUE(fast);
+  EXPECT_EQ(fast->body, "fast");
+  EXPECT_EQ(slow_calls, 0);
+  HttpRequest other = make("GET", "/v1/ops/3");
+  EXPECT_FALSE(r.try_fast_path(other)) << "routes without a fast path defer";
+}

@@ -83,7 +83,19 @@ def model_parity(kforge, name, config, workdir, device, shard=False):
         result["devices"][dev] = {"max_abs_logit_diff": diff, "logit_scale": float(np.abs(ref).max()),
                                   "greedy_identical": hf_new == ours_new, "greedy_tokens": len(ours_new),
                                   "greedy_first_difference": first_diff}
-        log(f"{name} {dev}: max|diff| {diff:.3g}  greedy identical {hf_new == ours_new}")
+        if dev == "cuda":
+            # Informational: half precisions on both sides (no threshold; rounding differs by op order).
+            for dtype_name, dtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+                half_model = AutoModelForCausalLM.from_pretrained(path, **dtype_kw(dtype)).to(dev).eval()
+                with torch.no_grad():
+                    ref_half = half_model(tokens.to(dev)).logits[0].float().cpu().numpy()
+                del half_model
+                half_file = os.path.join(workdir, f"{name}_{dev}_{dtype_name}.bin")
+                run_kforge(kforge, "logits", "--model", path, "--device", dev, "--dtype", dtype_name,
+                           "--tokens", " ".join(map(str, tokens[0].tolist())), "--out", half_file)
+                ours_half = np.fromfile(half_file, dtype=np.float32).reshape(ref.shape)
+                result["devices"][dev][f"{dtype_name}_max_abs_logit_diff"] = float(np.abs(ours_half - ref_half).max())
+        log(f"{name} {dev}: max|diff| {diff:.3g}  greedy identical {hf_new == ours_new}  {result['devices'][dev]}")
     model.to("cpu")
     return result
 

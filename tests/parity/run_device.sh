@@ -20,7 +20,7 @@ if [ $rc -ne 0 ]; then tail -40 "$OUT/build.log"; exit 1; fi
 export PYTHONUNBUFFERED=1
 [ "${SKIP_PARITY:-0}" = 1 ] || timeout 200 python3 tests/parity/parity.py --kforge build/bin/kforge-policy --out "$OUT/parity.json" >"$OUT/parity.log" 2>&1
 echo "parity rc=$?"; grep -E "diff|tokenizer|FAILED" "$OUT/parity.log"
-timeout "${BENCH_TIMEOUT:-330}" python3 bench/policy/bench_policy.py --kforge build/bin/kforge-policy --cases gpu_ \
+[ "${SKIP_BENCH:-0}" = 1 ] || timeout "${BENCH_TIMEOUT:-330}" python3 bench/policy/bench_policy.py --kforge build/bin/kforge-policy --cases gpu_ \
   --repeats "${KFORGE_REPEATS:-1}" ${HF_LOOP:+--hf-loop} \
   --out "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
 echo "bench rc=$?"

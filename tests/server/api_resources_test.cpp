@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "api/auth.h"
 #include "db/connection.h"
@@ -337,4 +338,79 @@ TEST(ApiResources, WorkersShowHeartbeatsToAdmins) {
   EXPECT_TRUE(workers[1]["alive"].get<bool>());
   EXPECT_EQ(workers[1]["slots"], 2);
   EXPECT_TRUE(workers[1]["running_job_ids"].is_array());
+}
+
+TEST(ApiResources, ErrorPathsOfEveryResource) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  // Models: bad directory, unknown fields, duplicate version, unknown ids.
+  auto not_dir = server.post("/v1/models", R"({"name": "m", "path": "/definitely/not/here"})", server.admin);
+  EXPECT_EQ(not_dir.status, 422);
+  EXPECT_EQ(body_of(not_dir)["errors"][0]["field"], "path");
+  EXPECT_EQ(server.post("/v1/models", R"({"name": "m", "path": "/tmp", "colour": 1})", server.admin).status, 422);
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge-model-dup-" + std::to_string(server.port));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{}";
+  std::string body = json{{"name", "dup"}, {"version", 3}, {"path", dir.string()}}.dump();
+  EXPECT_EQ(server.post("/v1/models", body, server.admin).status, 201);
+  EXPECT_EQ(server.post("/v1/models", body, server.admin).status, 409);
+  fs::remove_all(dir);
+  EXPECT_EQ(server.get("/v1/models/0").status, 404);
+  EXPECT_EQ(server.get("/v1/models/12345").status, 404);
+  EXPECT_EQ(server.get("/v1/models/12345/files/config.json", server.submit).status, 404);
+
+  // Jobs of every kind: unknown ids, bad cursors, cancel paths.
+  for (const std::string& base : {"/v1/generations/", "/v1/training-jobs/", "/v1/evaluations/"}) {
+    EXPECT_EQ(server.get(base + "999").status, 404) << base;
+    EXPECT_EQ(server.post(base + "999/cancel", "", server.submit).status, 404) << base;
+  }
+  EXPECT_EQ(server.get("/v1/training-jobs/999/metrics").status, 404);
+  EXPECT_EQ(server.get("/v1/training-jobs/999/events").status, 404);
+  auto sft = body_of(server.post("/v1/training-jobs", R"({"method": "sft", "dataset": "/data/pairs.jsonl"})",
+                                 server.submit));
+  std::string sft_path = "/v1/training-jobs/" + std::to_string(sft["id"].get<int64_t>());
+  EXPECT_EQ(sft["dataset"], "/data/pairs.jsonl");
+  EXPECT_EQ(server.get(sft_path + "/metrics?after=minus").status, 400);
+  EXPECT_EQ(server.get(sft_path + "/events?after=-1").status, 400);
+  EXPECT_EQ(server.get("/v1/evaluations?after=bad").status, 400);
+  EXPECT_EQ(server.post("/v1/evaluations", R"({"model": "m@x", "suite": "s"})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/evaluations", R"({"suite": "s"})", server.submit).status, 422);
+  EXPECT_EQ(server.post("/v1/evaluations", R"({"model": "dup@3", "suite": "s"})", "").status, 401);
+  auto eval = body_of(server.post("/v1/evaluations", R"({"model": "dup@3", "suite": "s", "target": "cuda"})",
+                                  server.submit));
+  EXPECT_EQ(eval["target"], "cuda");
+  std::string eval_cancel = "/v1/evaluations/" + std::to_string(eval["id"].get<int64_t>()) + "/cancel";
+  EXPECT_EQ(server.post(eval_cancel, "", server.submit).status, 200);
+  EXPECT_EQ(server.post(eval_cancel, "", server.submit).status, 409);
+
+  // Tokens: pagination over several, bad ids.
+  for (int token_idx = 0; token_idx < 3; ++token_idx) {
+    ASSERT_EQ(server.post("/v1/tokens", R"({"scopes": ["submit"]})", server.admin).status, 201);
+  }
+  EXPECT_EQ(collect(server, "/v1/tokens", 2, server.admin).size(), 5u) << "2 from the fixture + 3";
+  EXPECT_EQ(server.post("/v1/tokens/abc/revoke", "", server.admin).status, 404);
+  EXPECT_EQ(server.post("/v1/tokens", R"({"scopes": []})", server.admin).status, 422);
+  EXPECT_EQ(server.post("/v1/tokens", R"({"scopes": "admin"})", server.admin).status, 422);
+  EXPECT_EQ(server.get("/v1/workers?limit=500", server.admin).status, 400);
+}
+
+TEST(ApiResources, LeaderboardPagesAreCachedForAtMostTheTtl) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server({"--leaderboard-cache-ms", "500"});
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 0u);
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::OpRecord op;
+    op.name = "cached_op";
+    op.source = "s";
+    op.spec_json = "{}";
+    op.spec_sha256 = "c";
+    int64_t op_id = kforge::db::op_insert(*conn, op).id;
+    kforge::db::candidate_insert(*conn, candidate(1, op_id, "correct", 1.7));
+  }
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 0u) << "served from the cache";
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops?limit=5"))["data"].size(), 1u) << "another page key is fresh";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 1u) << "refreshed after the TTL";
 }

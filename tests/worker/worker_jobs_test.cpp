@@ -128,9 +128,14 @@ TEST_F(WorkerJobsTest, NotifyStartsJobsWithinMillisecondsDespiteSlowPolling) {
 }
 
 TEST_F(WorkerJobsTest, CancelStopsARunningJobAtItsNextCheckpoint) {
-  auto worker = start({"--slots", "1", "--poll-s", "0.2"});
+  auto worker = start({"--slots", "1", "--poll-s", "0.2", "--heartbeat-s", "0.2"});
   int64_t id = insert(R"({"sleep_ms": 30000, "progress_steps": 300})");
   ASSERT_TRUE(wait_state(id, JobState::running, 10s)) << kforge::test::file_tail(log_);
+  // The workers row says busy and names the job.
+  EXPECT_TRUE(wait_until([&] {
+    return sql_value(url(), "SELECT state || ':' || array_to_string(running_job_ids, ',') FROM workers") ==
+           "busy:" + std::to_string(id);
+  }, 3s)) << sql_value(url(), "SELECT state || ':' || array_to_string(running_job_ids, ',') FROM workers");
   // Progress is saved while it runs.
   ASSERT_TRUE(wait_until([&] { return job_get(*conn_, id)->progress_json != "{}"; }, 5s));
   EXPECT_EQ(job_cancel(*conn_, id), CancelResult::cancel_requested);
@@ -183,4 +188,31 @@ TEST_F(WorkerJobsTest, PausedQueueWaitsForResume) {
   EXPECT_EQ(state_of(id), JobState::available);
   queue_resume(*conn_, "default");
   EXPECT_TRUE(wait_state(id, JobState::completed, 2s)) << "resume should wake the worker via NOTIFY";
+}
+
+TEST_F(WorkerJobsTest, LostNotifyOrDroppedListenerOnlyCostsThePollInterval) {
+  auto worker = start({"--slots", "1", "--poll-s", "1"});
+  wait_registered();
+  // A job inserted without NOTIFY (plain SQL) is found by polling.
+  auto plain = std::stoll(sql_value(url(), "INSERT INTO jobs (kind) VALUES ('noop') RETURNING id"));
+  EXPECT_TRUE(wait_state(plain, JobState::completed, 3s)) << kforge::test::file_tail(log_);
+
+  // Kill the listener's connection: polling carries on, the listener reconnects.
+  ASSERT_EQ(sql_value(url(), "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND query LIKE 'LISTEN%'"),
+            "1");
+  int64_t during = insert("{}");
+  EXPECT_TRUE(wait_state(during, JobState::completed, 3s)) << kforge::test::file_tail(log_);
+  ASSERT_TRUE(wait_until([&] {
+    return sql_value(url(), "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND query LIKE 'LISTEN%'") == "1";
+  }, 5s)) << "listener did not reconnect\n" << kforge::test::file_tail(log_);
+  std::this_thread::sleep_for(300ms);
+  // Back on the NOTIFY path: well under the 1 s poll interval.
+  int64_t after = insert("{}");
+  ASSERT_TRUE(wait_state(after, JobState::completed, 3s));
+  double latency_ms = std::stod(sql_value(url(), "SELECT extract(epoch FROM attempted_at - created_at) * 1000 "
+                                                 "FROM jobs WHERE id = " + std::to_string(after)));
+  EXPECT_LT(latency_ms, 300.0);
+  EXPECT_TRUE(worker.running());
 }

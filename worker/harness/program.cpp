@@ -247,9 +247,10 @@ class ExprParser {
 // ---- program text -----------------------------------------------------------
 
 std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r");
+  // Any whitespace: kernel parameters are often written one per line.
+  size_t a = s.find_first_not_of(" \t\r\n\f\v");
   if (a == std::string::npos) return "";
-  size_t b = s.find_last_not_of(" \t\r");
+  size_t b = s.find_last_not_of(" \t\r\n\f\v");
   return s.substr(a, b - a + 1);
 }
 

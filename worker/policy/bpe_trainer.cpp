@@ -11,7 +11,7 @@
 
 namespace kforge::policy {
 
-using Json = nlohmann::ordered_json;
+using Json = nlohmann::json;  // not ordered_json: its inserts are linear scans, quadratic for a 150k vocab
 
 namespace {
 

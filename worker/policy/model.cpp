@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <sys/stat.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <fstream>
@@ -113,6 +114,12 @@ Model Model::from_tensors(const ModelConfig& config, TensorMap tensors, const Lo
   }
   c10::ScalarType dtype = parse_dtype(options.dtype.empty() ? config.torch_dtype : options.dtype);
   c10::Device device(options.device);
+#if TORCH_VERSION_MAJOR < 2
+  // libtorch 1.x has no float16 matrix product on the CPU ("addmm_impl_cpu_" not implemented for 'Half').
+  if (dtype == at::kHalf && device.is_cpu()) {
+    throw ConfigError("float16 weights need a CUDA device with libtorch " TORCH_VERSION "; load as bfloat16 or float32 on the CPU");
+  }
+#endif
   Model model;
   model.config_ = config;
   model.config_.torch_dtype = dtype_name(dtype);

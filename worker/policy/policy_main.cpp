@@ -97,7 +97,8 @@ Json bench(const kp::Model& model, const kforge::Flags& flags) {
           {"prompt_len", prompt_len},
           {"new_tokens", new_tokens},
           {"threads", at::get_num_threads()},
-          {"tokens_per_s", rates[rates.size() / 2]},
+          // Median; with an even count, the mean of the middle two.
+          {"tokens_per_s", rates.size() % 2 ? rates[rates.size() / 2] : (rates[rates.size() / 2 - 1] + rates[rates.size() / 2]) / 2},
           {"runs", runs}};
 }
 

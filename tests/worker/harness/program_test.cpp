@@ -127,3 +127,24 @@ TEST(Program, FormatErrorsNameTheLineAndWhatWasExpected) {
   e = parse_error("// kforge-launch: grid=1 block=1 args=x\n");
   EXPECT_NE(e.find("expected a kernel name first"), std::string::npos) << e;
 }
+
+// Regression: the teacher compiler writes one parameter per line; a parameter's
+// type must not keep the newline and indentation (it made `const int n` fail the
+// scalar-type rule, so every teacher kernel was a rule_violation).
+TEST(Program, ParametersOnTheirOwnLinesHaveCleanTypes) {
+  const std::string text =
+      "// kforge-launch: k grid=cdiv(numel(x),64) block=64 args=x,out,numel(x)\n"
+      "__kernel void k(__global const float* restrict x,\n"
+      "                __global float* restrict out,\n"
+      "                const int n) {\n"
+      "  int i = get_global_id(0);\n"
+      "  if (i < n) out[i] = x[i];\n"
+      "}\n";
+  auto parsed = parse_program(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  const auto& params = parsed.program.kernels.at(0).params;
+  ASSERT_EQ(params.size(), 3u);
+  EXPECT_EQ(params[2].type, "const int");
+  EXPECT_EQ(params[2].name, "n");
+  EXPECT_EQ(params[1].type.find('\n'), std::string::npos);
+}

@@ -7,9 +7,12 @@
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
+#include <torch/version.h>
+
 #include <fstream>
 
 #include "tests/worker/policy/policy_test_util.h"
+#include "worker/policy/policy.h"
 
 namespace kp = kforge::policy;
 using kforge::test::perturb_weights;
@@ -99,6 +102,11 @@ TEST(Model, SaveLoadRoundTripGivesIdenticalLogits) {
     EXPECT_EQ(bf16.dtype(), at::kBFloat16);
     double diff = (bf16.forward(tokens).to(at::kFloat) - model.forward(tokens)).abs().max().item<double>();
     EXPECT_LT(diff, 0.5) << family;
+#if TORCH_VERSION_MAJOR < 2
+    EXPECT_THROW(kp::Model::load(dir.path, {"cpu", "float16"}), kp::ConfigError);  // no CPU half matmul in 1.x
+#else
+    EXPECT_LT((kp::Model::load(dir.path, {"cpu", "float16"}).forward(tokens).to(at::kFloat) - model.forward(tokens)).abs().max().item<double>(), 0.1);
+#endif
   }
 }
 
@@ -198,4 +206,27 @@ TEST(Model, BadForwardInputsAreRefused) {
   EXPECT_THROW(model.forward(at::full({1, 2}, 300, at::kLong)), std::invalid_argument);
   kp::KvCache cache = model.new_cache(1, 4);
   EXPECT_THROW(model.forward(at::zeros({1, 5}, at::kLong), &cache), std::invalid_argument);
+}
+
+TEST(PolicyBundle, SavesAndLoadsModelWithTokenizer) {
+  TempDir dir;
+  kp::BpeTrainOptions options;
+  options.vocab_size = 280;
+  kp::Tokenizer tokenizer = kp::bpe_train({"hello hello kernels kernels"}, options);
+  kp::Model model = kp::Model::random(tiny_config("qwen2", 300), 2);
+  kp::policy_save(dir.path, model, &tokenizer);
+  kp::Policy policy = kp::policy_load(dir.path);
+  ASSERT_TRUE(policy.tokenizer.has_value());
+  EXPECT_EQ(policy.tokenizer->encode("hello kernels"), tokenizer.encode("hello kernels"));
+  at::Tensor tokens = random_tokens(1, 5, 300, 3);
+  EXPECT_TRUE(at::equal(policy.model.forward(tokens), model.forward(tokens)));
+  // Without tokenizer.json the bundle has none; a tokenizer larger than the model is refused.
+  std::remove((dir.path + "/tokenizer.json").c_str());
+  EXPECT_FALSE(kp::policy_load(dir.path).tokenizer.has_value());
+  options.vocab_size = 400;
+  for (int special_idx = 0; special_idx < 60; ++special_idx) options.special_tokens.push_back("<|s" + std::to_string(special_idx) + "|>");
+  kp::Tokenizer big = kp::bpe_train({"hello"}, options);  // 256 bytes + a few merges + 61 specials
+  ASSERT_GT(big.vocab_size(), 300);
+  big.save(dir.path + "/tokenizer.json");
+  EXPECT_THROW(kp::policy_load(dir.path), kp::TokenizerError);
 }

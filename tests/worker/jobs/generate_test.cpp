@@ -1,0 +1,115 @@
+// The product's core path end to end, with every part real: POST /v1/generations
+// to the kforge-server binary, a kforge-worker claims the job, checks candidate
+// kernels on PoCL in its sandbox, and GET returns the best kernel, which the ops
+// leaderboard then ranks. ctest -R jobs_generate_test
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "db/connection.h"
+#include "db/queue.h"
+#include "tests/server/api_fixture.h"
+#include "tests/support/processes.h"
+#include "worker/harness/devices.h"
+#include "worker/jobs/generate.h"
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+namespace {
+
+// Polls the generation until it leaves queued/running, or the timeout passes.
+json wait_finished(kforge::test::ApiServer& server, int64_t id, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  json body;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto resp = server.get("/v1/generations/" + std::to_string(id));
+    body = json::parse(resp.body);
+    std::string status = body.value("status", "");
+    if (status != "queued" && status != "running" && status != "retrying") return body;
+    std::this_thread::sleep_for(200ms);
+  }
+  return body;
+}
+
+}  // namespace
+
+TEST(GenerateArgs, RejectsBadFieldsByName) {
+  EXPECT_THROW(kforge::jobs::parse_generate_args("[]"), std::invalid_argument);
+  try {
+    kforge::jobs::parse_generate_args(R"({"op_id": "seven"})");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("op_id"), std::string::npos);
+  }
+  auto args = kforge::jobs::parse_generate_args(R"({"op_id": 7, "samples": 3, "model_id": null})");
+  EXPECT_EQ(args.op_id, 7);
+  EXPECT_EQ(args.samples, 3);
+  EXPECT_EQ(args.model_id, 0);
+}
+
+TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  json request = {{"op", json::parse(kforge::test::sample_op("silu_mul_e2e"))}, {"samples", 3}, {"time_budget_s", 300}};
+  auto created = server.post("/v1/generations", request.dump(), server.submit);
+  ASSERT_EQ(created.status, 202) << created.body;
+  int64_t id = json::parse(created.body)["id"].get<int64_t>();
+
+  auto worker = kforge::Subprocess::spawn({kforge::test::bin_path("kforge-worker"), "--database-url",
+                                           server.database.url(), "--poll-s", "0.5"},
+                                          {}, "/tmp/kforge-test-generate-worker.log");
+  json done = wait_finished(server, id, 240s);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+
+  auto candidates = server.get("/v1/generations/" + std::to_string(id) + "/candidates");
+  ASSERT_EQ(candidates.status, 200);
+  ASSERT_EQ(done.value("status", ""), "succeeded") << done.dump(2);
+  ASSERT_TRUE(done["best"].is_object()) << "no correct kernel; candidates: " << candidates.body;
+  EXPECT_EQ(done["best"]["outcome"], "correct");
+  EXPECT_GT(done["best"]["speedup"].get<double>(), 0.0);
+  EXPECT_NE(done["best"]["source"].get<std::string>().find("__kernel"), std::string::npos);
+  EXPECT_EQ(done["result"]["generator"], "teacher") << "no model is trained in this test";
+  EXPECT_EQ(done["candidates"]["total"].get<int>(), done["result"]["checked"].get<int>());
+  EXPECT_GE(done["candidates"]["total"].get<int>(), 1);
+
+  EXPECT_EQ(json::parse(candidates.body)["data"].size(), done["candidates"]["total"].get<size_t>());
+
+  auto board = server.get("/v1/leaderboard/ops");
+  ASSERT_EQ(board.status, 200);
+  EXPECT_NE(board.body.find("silu_mul_e2e"), std::string::npos) << board.body;
+}
+
+TEST(GenerateJob, MissingOpFailsWithoutRetry) {
+  KFORGE_REQUIRE_DB();
+  kforge::test::TestDatabase database;
+  int64_t job_id = 0;
+  {
+    auto conn = kforge::db::connect(database.url());
+    kforge::db::JobInsert insert;
+    insert.kind = "generate";
+    insert.args_json = R"({"op_id": 999999, "samples": 1})";
+    job_id = kforge::db::job_insert(*conn, insert).job.id;
+  }
+  auto worker = kforge::Subprocess::spawn(
+      {kforge::test::bin_path("kforge-worker"), "--database-url", database.url(), "--poll-s", "0.5"});
+  std::optional<kforge::db::Job> job;
+  for (int attempt = 0; attempt < 300; ++attempt) {
+    auto conn = kforge::db::connect(database.url());
+    job = kforge::db::job_get(*conn, job_id);
+    if (job && job->state != kforge::db::JobState::available && job->state != kforge::db::JobState::running) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, kforge::db::JobState::failed) << "a missing op must not be retried";
+  EXPECT_EQ(job->attempt, 1);
+  EXPECT_NE(job->errors_json.find("does not exist"), std::string::npos) << job->errors_json;
+}

@@ -1,0 +1,225 @@
+// The `generate` job runner behind worker/jobs/generate.h. The checking loop is
+// the product's core path: every candidate, whatever its outcome, becomes a
+// candidates row before the next one is checked, so a crash loses nothing done.
+#include "worker/jobs/generate.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "db/connection.h"
+#include "db/models.h"
+#include "db/ops.h"
+#include "worker/codegen/codegen.h"
+#include "worker/harness/checker.h"
+#include "worker/train/model_policy.h"
+#include "worker/train/prompt_template.h"
+
+namespace kforge::jobs {
+namespace {
+
+using json = nlohmann::json;
+
+// Reads an integer field that JSON may hold as an integer or an integral double.
+int64_t int_field(const json& args, const char* key, int64_t fallback) {
+  if (!args.contains(key) || args[key].is_null()) return fallback;
+  if (!args[key].is_number_integer() && !args[key].is_number_unsigned()) {
+    throw std::invalid_argument(std::string("generate args: '") + key + "' must be an integer");
+  }
+  return args[key].get<int64_t>();
+}
+
+json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+// Everything a candidate row needs from a check result.
+db::CandidateRecord candidate_record(const worker::JobContext& ctx, const GenerateArgs& args, int sample_idx,
+                                     const CandidateProgram& program, const harness::CheckResult& result) {
+  db::CandidateRecord record;
+  record.job_id = ctx.job().id;
+  record.op_id = args.op_id;
+  record.model_id = program.model_id;
+  record.sample_idx = sample_idx;
+  record.target = args.target;
+  record.device = result.environment.device;
+  record.source = program.source;
+  record.outcome = harness::outcome_name(result.outcome);
+  record.message = result.message;
+  if (result.kernel) record.kernel_ms = result.kernel->median_ms;
+  if (result.baseline) record.baseline_ms = result.baseline->median_ms;
+  if (result.outcome == harness::Outcome::correct && result.kernel) record.speedup = result.speedup;
+  // A suspicious speedup or a weak test is kept but never ranked.
+  record.flagged = result.suspicious || result.weak_test;
+  json details = json::parse(result.to_json());
+  details["generator"] = program.generator;
+  details["generator_detail"] = program.detail;
+  record.details_json = details.dump();
+  return record;
+}
+
+harness::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
+  auto op = db::op_get(conn, op_id);
+  if (!op) throw std::invalid_argument("op " + std::to_string(op_id) + " does not exist");
+  auto parsed = harness::parse_op_spec(op->spec_json);
+  if (!parsed.ok()) {
+    throw std::invalid_argument("stored op " + std::to_string(op_id) + " is invalid: " + parsed.errors[0].field + ": " +
+                                parsed.errors[0].message);
+  }
+  return parsed.spec;
+}
+
+// The model version's directory if it holds trained weights, else "".
+std::string trained_model_dir(pqxx::connection& conn, int64_t model_id) {
+  if (model_id <= 0) return "";
+  auto model = db::model_get(conn, model_id);
+  if (!model || model->state != "ready" || model->path.empty()) return "";
+  if (!std::filesystem::exists(std::filesystem::path(model->path) / "config.json")) return "";
+  return model->path;
+}
+
+worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url) {
+  auto started = std::chrono::steady_clock::now();
+  GenerateArgs args;
+  try {
+    args = parse_generate_args(ctx.args_json());
+  } catch (const std::invalid_argument& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+  if (args.target != "opencl") {
+    return worker::JobOutcome::fail("target '" + args.target + "' is not supported by this worker (it runs opencl)",
+                                    /*retryable=*/false);
+  }
+  auto conn = db::connect(database_url);
+  harness::OpSpec spec;
+  try {
+    spec = load_op(*conn, args.op_id);
+  } catch (const std::invalid_argument& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+
+  ctx.report_progress(json{{"phase", "preparing"}, {"checked", 0}, {"total", args.samples}}.dump());
+  std::string note;
+  std::vector<CandidateProgram> programs;
+  std::string model_dir = trained_model_dir(*conn, args.model_id);
+  if (!model_dir.empty()) {
+    programs = policy_candidates(spec, model_dir, args.model_id, args.samples, args.seed);
+  } else {
+    note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
+    programs = teacher_candidates(spec, args.samples, &note);
+  }
+
+  std::string error;
+  harness::CheckOptions options;
+  auto checker = harness::Checker::create(spec, options, error);
+  if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
+
+  std::map<std::string, int> by_outcome;
+  std::optional<db::CandidateRecord> best;
+  int64_t best_id = 0;
+  int checked = 0;
+  bool out_of_time = false;
+  for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
+    if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (elapsed > args.time_budget_s) {
+      out_of_time = true;
+      break;
+    }
+    harness::CheckResult result = checker->check(programs[sample_idx].source);
+    auto record = candidate_record(ctx, args, static_cast<int>(sample_idx), programs[sample_idx], result);
+    int64_t id = db::candidate_insert(*conn, record);
+    ++checked;
+    ++by_outcome[record.outcome];
+    if (record.speedup && !record.flagged && (!best || *record.speedup > *best->speedup)) {
+      best = record;
+      best_id = id;
+    }
+    ctx.report_progress(json{{"phase", "checking"},
+                             {"checked", checked},
+                             {"total", programs.size()},
+                             {"correct", by_outcome["correct"]},
+                             {"best_speedup", best ? json(*best->speedup) : json(nullptr)}}
+                            .dump());
+  }
+
+  json result = {{"checked", checked},
+                 {"proposed", programs.size()},
+                 {"by_outcome", by_outcome},
+                 {"generator", model_dir.empty() ? "teacher" : "policy"},
+                 {"out_of_time", out_of_time}};
+  if (!note.empty()) result["note"] = note;
+  if (best) {
+    result["best_candidate_id"] = best_id;
+    result["best_speedup"] = *best->speedup;
+    result["best_kernel_ms"] = optional_json(best->kernel_ms);
+    result["baseline_ms"] = optional_json(best->baseline_ms);
+    result["device"] = best->device;
+  } else {
+    result["best_candidate_id"] = nullptr;
+    result["message"] = "no correct, unflagged kernel among " + std::to_string(checked) + " candidates";
+  }
+  return worker::JobOutcome::complete(result.dump());
+}
+
+}  // namespace
+
+GenerateArgs parse_generate_args(const std::string& args_json) {
+  json args = json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  if (!args.is_object()) throw std::invalid_argument("generate args: not a JSON object");
+  GenerateArgs out;
+  out.op_id = int_field(args, "op_id", 0);
+  if (out.op_id <= 0) throw std::invalid_argument("generate args: 'op_id' must be a positive integer");
+  if (args.contains("target") && args["target"].is_string()) out.target = args["target"];
+  if (args.contains("model") && args["model"].is_string()) out.model = args["model"];
+  out.model_id = int_field(args, "model_id", 0);
+  out.samples = static_cast<int>(int_field(args, "samples", out.samples));
+  if (out.samples < 1 || out.samples > 256) throw std::invalid_argument("generate args: 'samples' must be 1..256");
+  out.time_budget_s = static_cast<double>(int_field(args, "time_budget_s", 600));
+  out.seed = static_cast<uint64_t>(int_field(args, "seed", 0));
+  return out;
+}
+
+std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note) {
+  std::vector<CandidateProgram> programs;
+  codegen::Analysis analysis = codegen::analyze(spec);
+  if (!analysis.ok()) {
+    if (note) *note += (note->empty() ? "" : "; ") + std::string("teacher compiler: ") + analysis.unsupported;
+    return programs;
+  }
+  for (const auto& schedule : codegen::schedule_space(analysis)) {
+    if (static_cast<int>(programs.size()) >= count) break;
+    codegen::Generated generated = codegen::emit_program(analysis, schedule);
+    if (!generated.ok()) continue;
+    programs.push_back({generated.program, "teacher", schedule.label(), 0});
+  }
+  return programs;
+}
+
+std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+                                                int64_t model_id, int count, uint64_t seed) {
+  auto policy = train::ModelPolicy::from_dir(model_dir, {}, /*trainable=*/false);
+  train::PromptOp prompt_op;
+  prompt_op.name = spec.name;
+  prompt_op.source = spec.source;
+  for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, harness::dtype_name(input.dtype), input.shape});
+  std::string prompt = train::render_prompt(prompt_op, train::PromptStyle::kforge_tiny);
+  train::SamplingConfig sampling;
+  sampling.temperature = 0.8;
+  sampling.top_p = 0.95;
+  sampling.max_new_tokens = 1024;
+  sampling.stop = train::prompt_stop_strings(train::PromptStyle::kforge_tiny);
+  std::vector<CandidateProgram> programs;
+  for (auto& completion : policy->sample(policy->encode(prompt), count, sampling, seed)) {
+    programs.push_back({completion.text, "policy", "seed " + std::to_string(seed), model_id});
+  }
+  return programs;
+}
+
+void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url) {
+  registry.add("generate", [database_url](worker::JobContext& ctx) { return run_generate(ctx, database_url); });
+}
+
+}  // namespace kforge::jobs

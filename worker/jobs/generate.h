@@ -1,0 +1,52 @@
+// The `generate` job: for one op, propose candidate kernel programs (sampled from
+// the requested model version, or from the teacher compiler when that version has
+// no trained weights yet), check each with the harness in its sandbox, store every
+// candidate and progress as it goes, and complete with the fastest correct one.
+// Test: ctest -R jobs_generate_test.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/harness/op_spec.h"
+#include "worker/worker.h"
+
+namespace kforge::jobs {
+
+//! The job's arguments, as POST /v1/generations stores them.
+struct GenerateArgs {
+  int64_t op_id = 0;
+  std::string target = "opencl";
+  std::string model = "kforge-tiny";
+  int64_t model_id = 0;     //!< 0: no trained version of `model` exists
+  int samples = 8;          //!< candidates to check
+  double time_budget_s = 600;
+  uint64_t seed = 0;
+};
+
+//! Parses the job's args JSON; throws std::invalid_argument naming the bad field.
+GenerateArgs parse_generate_args(const std::string& args_json);
+
+//! One proposed program and where it came from.
+struct CandidateProgram {
+  std::string source;
+  std::string generator;  //!< "policy" or "teacher"
+  std::string detail;     //!< schedule for the teacher, sampling seed for the policy
+  int64_t model_id = 0;   //!< for policy samples
+};
+
+//! Up to `count` teacher-compiler programs, one per distinct schedule. `note` says
+//! why there are none (an op the teacher does not support).
+std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note);
+
+//! `count` samples from the HF model directory `model_dir` with the kforge-tiny
+//! prompt template. Throws std::runtime_error when the directory cannot be loaded.
+std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+                                                int64_t model_id, int count, uint64_t seed);
+
+//! Registers the `generate` kind; each run opens its own connection to `database_url`.
+void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url);
+
+}  // namespace kforge::jobs
