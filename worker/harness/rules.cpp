@@ -31,8 +31,8 @@ std::optional<RuleViolation> violation(const std::string& rule, const std::strin
 std::optional<PlanArg::Kind> scalar_kind(const std::string& type) {
   static const std::regex words(R"(\b(const|__private|private|unsigned|signed)\b)");
   std::string bare = std::regex_replace(type, words, " ");
-  bare.erase(0, bare.find_first_not_of(" \t"));
-  bare.erase(bare.find_last_not_of(" \t") + 1);
+  bare.erase(0, bare.find_first_not_of(" \t\r\n"));
+  bare.erase(bare.find_last_not_of(" \t\r\n") + 1);
   bool is_unsigned = type.find("unsigned") != std::string::npos;
   if (bare == "int" || bare == "uint" || (is_unsigned && bare.empty())) return PlanArg::Kind::i32;
   if (bare == "long" || bare == "ulong" || bare == "size_t" || bare == "long long") return PlanArg::Kind::i64;
