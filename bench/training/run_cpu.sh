@@ -21,7 +21,7 @@ TASKS_PER_STEP=${TASKS_PER_STEP:-4}
 # Correctness checks on main shapes shrunk to 64k input elements (extra odd shapes
 # kept) so a check costs ~2 s on 2 cores; eval times correct kernels at full shapes.
 CHECK="--trials 1 --max-check-elements 65536"
-SAMPLE="--temperature 0.7 --top-p 0.95 --max-new-tokens 512"
+SAMPLE="--temperature 0.7 --top-p 0.95 --max-new-tokens ${MAX_NEW_TOKENS:-384}"
 
 [ -s "$work/dataset.jsonl" ] || "$bin" dataset --suite "$root/suite" --variants 2 --no-time $CHECK \
   --out "$work/dataset.jsonl" > "$work/dataset.json"
