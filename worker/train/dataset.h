@@ -1,0 +1,48 @@
+// SFT dataset builder: for each training-split op, teacher-compiler variants
+// (different schedules) that the harness verifies correct, with their timings,
+// as prompt/completion JSONL. Tested by tests/worker/train/harness_training_test.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "worker/harness/checker.h"
+#include "worker/train/prompt_template.h"
+#include "worker/train/suite_tasks.h"
+
+namespace kforge::train {
+
+//! One verified teacher kernel.
+struct DatasetRecord {
+  std::string op;          //!< op name
+  std::string schedule;    //!< schedule label
+  std::string prompt;      //!< rendered prompt
+  std::string completion;  //!< the kernel program
+  double speedup = 0;      //!< harness speedup (0 when timing is off)
+};
+
+//! How many variants, which template, how to check.
+struct DatasetOptions {
+  int max_variants_per_op = 4;      //!< schedules tried per op, spread over the schedule space
+  PromptStyle style = PromptStyle::kforge_tiny;  //!< prompt template
+  harness::CheckOptions check;      //!< harness settings (time=false skips timing)
+  int64_t max_check_elements = 0;   //!< > 0: verify on shrunk main shapes (extra shapes kept)
+};
+
+//! Counts of one build.
+struct DatasetStats {
+  int ops = 0, ops_unsupported = 0, ops_with_examples = 0;  //!< ops seen / teacher cannot lower / got >= 1 pair
+  int variants_checked = 0, variants_correct = 0;           //!< teacher programs checked / verified correct
+};
+
+//! Builds records for `ops` (the caller passes the train split only). `on_op` (optional)
+//! reports progress after each op.
+std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, const DatasetOptions& options,
+                                             DatasetStats* stats = nullptr,
+                                             const std::function<void(int done, int total)>& on_op = {});
+
+//! Writes records as JSONL ({"prompt","completion","op","schedule","speedup"}); read_sft_jsonl reads it.
+void write_dataset_jsonl(const std::string& path, const std::vector<DatasetRecord>& records);
+
+}  // namespace kforge::train

@@ -1,0 +1,127 @@
+// Suite loading, prompts and the harness-backed checker; see suite_tasks.h.
+// Tested by tests/worker/train/harness_training_test.cpp (real PoCL, label slow).
+#include "worker/train/suite_tasks.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace kforge::train {
+
+std::vector<SuiteOp> load_suite(const std::string& suite_dir, const std::string& split) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (!fs::is_directory(suite_dir, ec)) throw std::runtime_error("suite directory " + suite_dir + " does not exist");
+  for (const auto& entry : fs::recursive_directory_iterator(suite_dir))
+    if (entry.path().extension() == ".json" && entry.path().parent_path().filename().string().rfind("level", 0) == 0)
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
+  std::vector<SuiteOp> ops;
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(path.string() + ": not JSON (" + e.what() + ")");
+    }
+    SuiteOp op;
+    op.split = doc.value("split", std::string("train"));
+    op.level = doc.value("level", 1);
+    op.category = doc.value("category", std::string());
+    if (!split.empty() && op.split != split) continue;
+    for (const char* suite_field : {"split", "level", "category"}) doc.erase(suite_field);
+    op.spec_json = doc.dump();
+    auto parsed = harness::parse_op_spec(op.spec_json);
+    if (!parsed.ok()) throw std::runtime_error(path.string() + ": " + harness::describe_errors(parsed.errors));
+    op.spec = parsed.spec;
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+PromptOp prompt_op(const harness::OpSpec& spec, const std::string& target) {
+  PromptOp op;
+  op.name = spec.name;
+  op.source = spec.source;
+  op.target = target;
+  for (const auto& input : spec.inputs) op.inputs.push_back({input.name, harness::dtype_name(input.dtype), input.shape});
+  return op;
+}
+
+std::vector<Task> suite_tasks(const std::vector<SuiteOp>& ops, PromptStyle style, const std::string& target) {
+  std::vector<Task> tasks;
+  for (const auto& op : ops) tasks.push_back({op.spec.name, render_prompt(prompt_op(op.spec, target), style), op.spec_json});
+  return tasks;
+}
+
+harness::OpSpec shrink_for_checking(const harness::OpSpec& spec, int64_t max_elements) {
+  if (max_elements <= 0) return spec;
+  // Without extra shapes probe_shapes scales the main shapes instead of picking an extra set.
+  harness::OpSpec main_only = spec;
+  main_only.extra_shapes.clear();
+  bool scaled = false;
+  harness::ShapeSet shapes = harness::probe_shapes(main_only, max_elements, scaled);
+  harness::OpSpec out = spec;
+  for (auto& input : out.inputs)
+    if (auto found = shapes.find(input.name); found != shapes.end()) input.shape = found->second;
+  return out;
+}
+
+CheckSummary summarize_check(const harness::CheckResult& result) {
+  CheckSummary summary;
+  // The two outcome ladders are the same list in the same order (DESIGN.md); map by name
+  // so a reordering on either side fails loudly instead of silently.
+  auto outcome = outcome_from_name(harness::outcome_name(result.outcome));
+  if (!outcome) throw std::logic_error("unknown harness outcome " + harness::outcome_name(result.outcome));
+  summary.outcome = *outcome;
+  summary.speedup = result.speedup;
+  summary.suspicious = result.suspicious;
+  return summary;
+}
+
+HarnessChecker::HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements)
+    : options_(options), max_check_elements_(max_check_elements) {}
+HarnessChecker::~HarnessChecker() = default;
+
+std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& idle = idle_[task.id];
+    if (!idle.empty()) {
+      auto checker = std::move(idle.back());
+      idle.pop_back();
+      return checker;
+    }
+  }
+  auto parsed = harness::parse_op_spec(task.spec);
+  if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + harness::describe_errors(parsed.errors));
+  std::string error;
+  auto checker = harness::Checker::create(shrink_for_checking(parsed.spec, max_check_elements_), options_, error);
+  if (!checker) throw std::runtime_error("task " + task.id + ": the op itself fails: " + error);
+  return checker;
+}
+
+void HarnessChecker::release(const std::string& op, std::unique_ptr<harness::Checker> checker) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_[op].push_back(std::move(checker));
+}
+
+harness::CheckResult HarnessChecker::check_full(const Task& task, const std::string& completion) {
+  auto checker = acquire(task);
+  harness::CheckResult result = checker->check(completion);
+  release(task.id, std::move(checker));
+  return result;
+}
+
+CheckSummary HarnessChecker::check(const Task& task, const std::string& completion) {
+  return summarize_check(check_full(task, completion));
+}
+
+}  // namespace kforge::train

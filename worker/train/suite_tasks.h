@@ -1,0 +1,68 @@
+// The built-in op suite as training/evaluation tasks: loads suite/level*/*.json,
+// filters by split, renders prompts, and checks completions with the real harness
+// (a pool of harness::Checker per op, so samples are checked in parallel).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "worker/harness/checker.h"
+#include "worker/harness/op_spec.h"
+#include "worker/harness/probe.h"
+#include "worker/train/prompt_template.h"
+#include "worker/train/trainable_policy.h"
+
+namespace kforge::train {
+
+//! One suite op.
+struct SuiteOp {
+  harness::OpSpec spec;  //!< the op, parsed
+  std::string split;     //!< "train" or "heldout"
+  int level = 1;         //!< 1 or 2
+  std::string category;  //!< e.g. "elementwise"
+  std::string spec_json; //!< the op JSON without the suite fields (what the harness parses)
+};
+
+//! Reads every suite/level*/*.json under `suite_dir`, sorted by name; `split` "" keeps all.
+//! Throws std::runtime_error naming the file on a bad op.
+std::vector<SuiteOp> load_suite(const std::string& suite_dir, const std::string& split = "");
+
+//! The prompt fields of an op for `target`.
+PromptOp prompt_op(const harness::OpSpec& spec, const std::string& target = "opencl");
+
+//! Tasks (id = op name, prompt rendered in `style`, spec = op JSON) for the given ops.
+std::vector<Task> suite_tasks(const std::vector<SuiteOp>& ops, PromptStyle style, const std::string& target = "opencl");
+
+//! The op with its main shapes scaled down (consistently, via harness::probe_shapes) so
+//! all inputs together hold at most `max_elements`; extra shapes are kept. 0 = unchanged.
+//! For cheap correctness checks on CPU: speedups measured on a shrunk op are not the op's.
+harness::OpSpec shrink_for_checking(const harness::OpSpec& spec, int64_t max_elements);
+
+//! Maps a harness result onto what the reward needs.
+CheckSummary summarize_check(const harness::CheckResult& result);
+
+//! Checker backed by the kernel harness. Thread-safe: each concurrent check of an op
+//! gets its own harness::Checker (reference outputs computed once per instance).
+class HarnessChecker : public Checker {
+ public:
+  //! `max_check_elements` > 0 checks on shrunk main shapes (see shrink_for_checking).
+  explicit HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements = 0);
+  ~HarnessChecker() override;
+  //! Parses task.spec (op JSON) and checks the completion; throws std::runtime_error if the op itself is broken.
+  CheckSummary check(const Task& task, const std::string& completion) override;
+  //! Full harness result (the same path as check).
+  harness::CheckResult check_full(const Task& task, const std::string& completion);
+
+ private:
+  std::unique_ptr<harness::Checker> acquire(const Task& task);
+  void release(const std::string& op, std::unique_ptr<harness::Checker> checker);
+  harness::CheckOptions options_;
+  int64_t max_check_elements_ = 0;
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::unique_ptr<harness::Checker>>> idle_;
+};
+
+}  // namespace kforge::train
