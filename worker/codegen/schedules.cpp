@@ -38,20 +38,23 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
       base.per_item = knobs.per_item;
       base.unroll = unroll;
       if (rows) {
-        for (int wg : {64, 128, 256}) {
-          Schedule s = base;
-          s.reduce = ReduceStrategy::group;
-          s.work_group = wg;
-          candidates.push_back(s);
-        }
-        // item: (work_group, vector_width, unroll); vectors only apply to last-dim rows.
+        // item: (work_group, vector_width, unroll); floatN along the row (last dim) or
+        // across adjacent outputs (other dims). Fastest on CPUs, so first.
         for (auto [wg, vec, u] : std::vector<std::tuple<int, int, int>>{
-                 {16, 8, 1}, {64, 4, 1}, {16, 8, 4}, {16, 1, 1}, {64, 1, 4}}) {
+                 {16, 8, 1}, {16, 8, 4}, {64, 4, 1}, {16, 1, 1}, {64, 1, 4}}) {
           Schedule s = base;
           s.reduce = ReduceStrategy::item;
           s.work_group = wg;
           s.vector_width = vec;
           s.unroll = std::max(u, unroll);
+          candidates.push_back(s);
+        }
+        // group: a work-group per row with a local-memory tree (GPU-style).
+        for (int wg : {64, 128, 256}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::group;
+          s.work_group = wg;
+          s.vector_width = 1;
           candidates.push_back(s);
         }
       } else if (full) {
