@@ -2,6 +2,7 @@
 // and wires the pieces. Subcommands that need no database work in every build:
 //   kforge-worker [run]     register, heartbeat, run jobs (needs KFORGE_WITH_SERVER)
 //   kforge-worker devices   list OpenCL devices
+//   kforge-worker check op.json kernel.cl   check one kernel program (docs/harness.md)
 #include <signal.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "worker/harness/devices.h"
+#include "worker/harness/check_command.h"
 #ifdef KFORGE_WITH_SERVER
 #include "worker/worker.h"
 #endif
@@ -37,6 +39,7 @@ int list_devices_command() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "check") return kforge::harness::check_command(argc - 1, argv + 1);
   kforge::Flags flags({
       {"database-url", "KFORGE_DATABASE_URL", "", "PostgreSQL URL (default: the embedded cluster's)"},
       {"slots", "KFORGE_WORKER_SLOTS", "1", "jobs run at once"},

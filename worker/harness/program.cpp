@@ -3,6 +3,7 @@
 // Test: ctest -R harness_program. Format: docs/kernel-format.md.
 #include "worker/harness/program.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <regex>
@@ -401,6 +402,17 @@ std::vector<KernelDecl> find_kernels(const std::string& code) {
       ++pos;
     }
     std::string params = code.substr(open, pos - open - 1);
+    decl.body_begin = code.find('{', pos);
+    if (decl.body_begin == std::string::npos) decl.body_begin = code.size();
+    size_t body = decl.body_begin;
+    for (int body_depth = 0; body < code.size(); ++body) {
+      if (code[body] == '{') ++body_depth;
+      if (code[body] == '}' && --body_depth == 0) {
+        ++body;
+        break;
+      }
+    }
+    decl.body_end = std::min(body, code.size());
     if (!trim(params).empty() && trim(params) != "void")
       for (const auto& part : split_top_level(params)) decl.params.push_back(parse_param(part));
     kernels.push_back(decl);

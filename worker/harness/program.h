@@ -68,6 +68,8 @@ struct KernelParam {
 //! One `__kernel void name(...)` found in the source (comments ignored).
 struct KernelDecl {
   int line = 0;
+  size_t body_begin = 0;  //!< offset of the body's '{' in code_without_comments
+  size_t body_end = 0;    //!< offset just past the matching '}'
   std::string name;
   std::vector<KernelParam> params;
 };

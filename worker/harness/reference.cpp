@@ -193,19 +193,6 @@ NormalizedSource normalize_source(const std::string& source) {
   return result;
 }
 
-double HostTensor::value_at(int64_t index) const {
-  const uint8_t* p = data.data() + index * dtype_size(dtype);
-  switch (dtype) {
-    case DType::float32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::float16: { c10::Half v; std::memcpy(&v, p, 2); return static_cast<float>(v); }
-    case DType::bfloat16: { c10::BFloat16 v; std::memcpy(&v, p, 2); return static_cast<float>(v); }
-    case DType::int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case DType::boolean: return *p ? 1.0 : 0.0;
-  }
-  return 0.0;
-}
-
 struct Reference::Impl {
   std::shared_ptr<torch::jit::CompilationUnit> unit;
   torch::jit::Function* forward = nullptr;

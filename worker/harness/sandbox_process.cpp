@@ -86,7 +86,9 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::str
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     if (err_fd >= 0) ::dup2(err_fd, 2);
-    if (data_fd >= 0) ::dup2(data_fd, 3);  // dup2 clears FD_CLOEXEC on the new descriptor
+    // dup2 clears FD_CLOEXEC on the new descriptor, but is a no-op when the numbers match.
+    if (data_fd == 3) ::fcntl(3, F_SETFD, 0);
+    else if (data_fd >= 0) ::dup2(data_fd, 3);
     ::setrlimit(RLIMIT_CORE, &core);
     if (limits.cpu_seconds > 0) ::setrlimit(RLIMIT_CPU, &cpu);
     if (limits.address_space_bytes > 0) ::setrlimit(RLIMIT_AS, &as);

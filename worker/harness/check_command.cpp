@@ -1,0 +1,113 @@
+// The `check` subcommand (check_command.h): reads the op JSON and the program,
+// checks it with a Checker and prints CheckResult::to_json() on stdout.
+// Test: ctest -R harness_check_command.
+#include "worker/harness/check_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#ifdef KFORGE_HARNESS_WITH_REFERENCE
+#include "worker/harness/checker.h"
+#else
+#include "worker/harness/op_spec.h"
+#endif
+
+namespace kforge::harness {
+namespace {
+
+const char* kUsage =
+    "usage: kforge-worker check OP.json KERNEL.cl [--device NAME] [--trials K] [--no-time] [--time-budget S]\n"
+    "  Checks one kernel program (docs/kernel-format.md) against an op (docs/harness.md) and prints\n"
+    "  the result as JSON. Exit status: 0 correct, 1 another outcome, 2 bad usage or a bad op.\n"
+    "  The secret seed comes from KFORGE_SECRET_SEED (never from the command line).\n";
+
+bool read_file(const std::string& path, std::string& text) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  text = buffer.str();
+  return true;
+}
+
+}  // namespace
+
+int check_command(int argc, char** argv) {
+  std::vector<std::string> paths;
+  struct {
+    std::string device;
+    int trials = 5;
+    bool time = true;
+    double time_budget_s = 1.0;
+  } options;
+  for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
+    std::string arg = argv[arg_idx];
+    auto value = [&]() -> std::string {
+      if (arg_idx + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++arg_idx];
+    };
+    try {
+      if (arg == "--help" || arg == "-h") {
+        std::cout << kUsage;
+        return 0;
+      } else if (arg == "--device") {
+        options.device = value();
+      } else if (arg == "--trials") {
+        options.trials = std::stoi(value());
+      } else if (arg == "--no-time") {
+        options.time = false;
+      } else if (arg == "--time-budget") {
+        options.time_budget_s = std::stod(value());
+      } else if (arg.rfind("--", 0) == 0) {
+        std::cerr << "kforge-worker check: unknown option " << arg << "\n" << kUsage;
+        return 2;
+      } else {
+        paths.push_back(arg);
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "kforge-worker check: " << arg << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (paths.size() != 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::string op_text, program;
+  if (!read_file(paths[0], op_text)) {
+    std::cerr << "kforge-worker check: cannot read op file " << paths[0] << "\n";
+    return 2;
+  }
+  if (!read_file(paths[1], program)) {
+    std::cerr << "kforge-worker check: cannot read kernel file " << paths[1] << "\n";
+    return 2;
+  }
+  auto parsed = parse_op_spec(op_text);
+  if (!parsed.ok()) {
+    std::cerr << "kforge-worker check: " << paths[0] << ": " << describe_errors(parsed.errors) << "\n";
+    return 2;
+  }
+#ifndef KFORGE_HARNESS_WITH_REFERENCE
+  std::cerr << "kforge-worker check: this build has no libtorch (KFORGE_WITH_TORCH=OFF); the reference cannot run\n";
+  return 2;
+#else
+  std::string error;
+  CheckOptions check_options;
+  check_options.device = options.device;
+  check_options.trials = options.trials;
+  check_options.time = options.time;
+  check_options.time_budget_s = options.time_budget_s;
+  auto checker = Checker::create(parsed.spec, check_options, error);
+  if (!checker) {
+    std::cerr << "kforge-worker check: " << error << "\n";
+    return 2;
+  }
+  auto result = checker->check(program);
+  std::cout << result.to_json() << "\n";
+  return result.outcome == Outcome::correct ? 0 : 1;
+#endif
+}
+
+}  // namespace kforge::harness

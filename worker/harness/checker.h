@@ -1,0 +1,125 @@
+// The public harness API: check one candidate kernel program against an op like a
+// hostile reviewer (format, rules, compile, K seeded trials + a secret seed + extra
+// shapes in a sandboxed child, timing against libtorch). A Checker caches the
+// reference outputs, baseline timing and results per op; check_candidate is the
+// one-shot form. Test: ctest -R 'harness_(checker|adversarial)'.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/harness/op_spec.h"
+
+namespace kforge::harness {
+
+//! The outcome ladder: each later outcome means every earlier stage passed.
+enum class Outcome { format_error, rule_violation, compile_error, runtime_error, timeout, wrong_output, correct };
+
+//! "format_error", "rule_violation", ..., "correct".
+std::string outcome_name(Outcome outcome);
+
+//! Knobs for checking; defaults suit a worker on PoCL.
+struct CheckOptions {
+  std::string device;                //!< OpenCL device name substring ("" = first device)
+  int trials = 5;                    //!< correctness trials with fresh seeds on the main shapes
+  uint64_t secret_seed = 0;          //!< the worker's secret seed (0: KFORGE_SECRET_SEED, else random per process)
+  bool check_extra_shapes = true;    //!< also one trial per extra shape set
+  bool determinism = true;           //!< run the first trial twice; both runs must match
+  bool time = true;                  //!< time correct candidates and the libtorch baseline
+  double time_budget_s = 1.0;        //!< per timed side: stop repeating after this long
+  double target_iqr = 0.02;          //!< ... or once IQR/median is below this
+  double suspicious_speedup = 10.0;  //!< speedups above this are flagged `suspicious`
+  double build_timeout_s = 60;       //!< wall limit for the OpenCL build
+  double trial_timeout_s = 10;       //!< wall limit per correctness run
+  double sandbox_cpu_s = 300;        //!< RLIMIT_CPU of a sandbox child (all threads)
+  int64_t sandbox_memory_bytes = int64_t{32} << 30;  //!< RLIMIT_AS of a sandbox child
+  int64_t max_scratch_bytes = int64_t{1} << 30;      //!< scratch limit (program_too_large)
+  bool cache = true;                 //!< reuse results for identical programs
+  std::string build_options = "-cl-std=CL1.2";       //!< OpenCL compiler options
+  std::string sandbox_binary;        //!< default: kforge-sandbox next to this executable
+  int64_t llc_bytes = 0;             //!< last-level cache size for rotation (0: read from sysfs)
+};
+
+//! Where and how outputs first differed.
+struct Mismatch {
+  std::string trial;        //!< "trial 2 of 5", "secret-seed trial", "extra shapes 1"
+  std::string shapes;       //!< "x=[1023, 777] y=[1023, 777]"
+  std::string output;       //!< "out" or "out1"
+  int64_t index = -1;       //!< flat index
+  std::string coords;       //!< "[17, 3]"
+  double expected = 0;
+  double actual = 0;
+  bool values_hidden = false;  //!< true for the secret-seed trial (values would leak its inputs)
+  int64_t bad_count = 0;
+  int64_t numel = 0;
+};
+
+//! Robust timing summary of one side.
+struct TimingStats {
+  double median_ms = 0, min_ms = 0, iqr_ms = 0;
+  int runs = 0;
+  double kernel_median_ms = 0;  //!< device time from profiling events (kernel side only)
+  int rotations = 1;            //!< input/output sets rotated through
+};
+
+//! What the timings were measured on.
+struct Environment {
+  std::string device, platform, device_version, driver_version, opencl_c_version;
+  int compute_units = 0;
+  std::string torch_version;
+  int torch_threads = 0;     //!< threads of the libtorch baseline (= compute_units)
+  double load_average = 0;   //!< 1-minute load when the check ran
+};
+
+//! Everything known about one candidate.
+struct CheckResult {
+  Outcome outcome = Outcome::format_error;
+  std::string message;                 //!< what to fix (empty when correct)
+  std::string rule;                    //!< rule name for rule_violation
+  std::optional<Mismatch> mismatch;    //!< for wrong_output
+  std::optional<TimingStats> kernel;   //!< for correct (when timed)
+  std::optional<TimingStats> baseline; //!< libtorch eager, same protocol
+  double speedup = 0;                  //!< baseline.median / kernel.median
+  bool suspicious = false;             //!< speedup above the sanity bound
+  bool weak_test = false;              //!< the reference output is near-constant
+  bool cached = false;                 //!< served from the result cache
+  int trials_passed = 0;
+  std::string program_hash;            //!< SHA-256 of the program text
+  std::string cache_key;               //!< op hash : program hash : device
+  Environment environment;
+  double compile_ms = 0, run_ms = 0, time_ms = 0, overhead_ms = 0, total_ms = 0;
+
+  //! JSON object with every field above.
+  std::string to_json() const;
+};
+
+//! Checks many candidates for one op, reusing reference outputs, baseline timing,
+//! a pre-started sandbox process and a result cache. Not thread-safe.
+class Checker {
+ public:
+  //! Compiles the reference and computes every trial's outputs. nullptr and `error` if the op itself fails.
+  static std::unique_ptr<Checker> create(const OpSpec& spec, const CheckOptions& options, std::string& error);
+  ~Checker();
+
+  //! Checks one program text. Never throws; a crashing or hanging candidate is an outcome.
+  CheckResult check(const std::string& program_text);
+
+  //! True if the reference output is near-constant (a constant kernel might pass).
+  bool weak_test() const;
+  //! Output shapes on the main shapes, in order.
+  std::vector<std::vector<int64_t>> output_shapes() const;
+
+ private:
+  Checker();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+//! One-shot check (builds a Checker; use Checker for many candidates of one op).
+CheckResult check_candidate(const OpSpec& spec, const std::string& program_text, const CheckOptions& options = {});
+
+}  // namespace kforge::harness

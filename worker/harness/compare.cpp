@@ -1,0 +1,109 @@
+// Output comparison (compare.h); torch-free half/bfloat16 decoding.
+// Test: ctest -R harness_compare.
+#include "worker/harness/compare.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kforge::harness {
+namespace {
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exponent = 127 - 15 + 1;
+      while (!(mantissa & 0x400u)) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+}  // namespace
+
+double element_value(DType dtype, const uint8_t* data, int64_t index) {
+  const uint8_t* p = data + index * dtype_size(dtype);
+  switch (dtype) {
+    case DType::float32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::float16: { uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
+    case DType::bfloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      uint32_t bits = uint32_t{v} << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case DType::int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::boolean: return *p;
+  }
+  return 0;
+}
+
+double HostTensor::value_at(int64_t index) const { return element_value(dtype, data.data(), index); }
+
+CompareResult compare_output(const HostTensor& expected, const uint8_t* actual, double atol, double rtol) {
+  CompareResult result;
+  const int64_t count = expected.numel();
+  const bool is_float = dtype_is_float(expected.dtype);
+  for (int64_t idx = 0; idx < count; ++idx) {
+    double want = expected.value_at(idx), got = element_value(expected.dtype, actual, idx);
+    bool match;
+    if (!is_float) {
+      match = want == got;
+    } else if (std::isnan(want) || std::isnan(got)) {
+      match = std::isnan(want) && std::isnan(got);
+    } else if (std::isinf(want) || std::isinf(got)) {
+      match = want == got;
+    } else {
+      match = std::fabs(got - want) <= atol + rtol * std::fabs(want);
+    }
+    if (match) continue;
+    if (result.ok) {
+      result.ok = false;
+      result.first_bad = idx;
+      result.expected = want;
+      result.actual = got;
+    }
+    ++result.bad_count;
+  }
+  return result;
+}
+
+bool near_constant(const HostTensor& tensor) {
+  const int64_t count = tensor.numel();
+  if (count <= 1) return true;
+  double first = tensor.value_at(0), max_abs = 0, max_dev = 0;
+  for (int64_t idx = 0; idx < count; ++idx) {
+    double v = tensor.value_at(idx);
+    if (!std::isfinite(v)) return false;
+    max_abs = std::max(max_abs, std::fabs(v));
+    max_dev = std::max(max_dev, std::fabs(v - first));
+  }
+  return max_dev <= 1e-6 * std::max(1.0, max_abs);
+}
+
+std::string index_to_coords(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> coords(shape.size());
+  for (size_t dim = shape.size(); dim-- > 0;) {
+    coords[dim] = flat % shape[dim];
+    flat /= shape[dim];
+  }
+  return shape_to_string(coords);
+}
+
+}  // namespace kforge::harness
