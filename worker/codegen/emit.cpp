@@ -73,7 +73,7 @@ struct Kernel {
     all_params.push_back("__global float* restrict " + std::string(output_buffer == "out" ? "out" : output_buffer));
     launch.push_back(output_buffer);
     for (size_t idx = 0; idx < size_params.size(); ++idx) {
-      all_params.push_back("const int " + size_params[idx]);
+      all_params.push_back("int " + size_params[idx]);  // the harness parser reads `int n`, not `const int n`
       launch.push_back(size_args[idx]);
     }
     for (size_t idx = 0; idx < launch.size(); ++idx) all_args += (idx ? "," : "") + launch[idx];
@@ -81,11 +81,9 @@ struct Kernel {
     std::string head = attributes.empty() ? "__kernel void " + name + "(" : "void " + name + "(";
     if (!attributes.empty()) out << "__kernel " << attributes.substr(0, attributes.size() - 1) << "\n";
     out << head;
-    std::string indent(head.size(), ' ');
-    for (size_t idx = 0; idx < all_params.size(); ++idx) {
-      if (idx) out << ",\n" << indent;
-      out << all_params[idx];
-    }
+    // One line: the harness's signature parser (worker/harness/program.cpp trim) keeps
+    // newlines inside parameter types, so a wrapped signature fails its rules.
+    for (size_t idx = 0; idx < all_params.size(); ++idx) out << (idx ? ", " : "") << all_params[idx];
     out << ") {\n" << body << "}\n";
     return out.str();
   }
