@@ -224,7 +224,13 @@ int run_codegen_bench(int argc, char** argv) {
     if (row.contains("reason")) std::cerr << " (" << row["reason"].get<std::string>().substr(0, 160) << ")";
     std::cerr << "\n";
     rows.push_back(row);
+    // Partial results survive an interrupted run.
+    json partial = result;
+    partial["complete"] = false;
+    partial["ops"] = rows;
+    std::ofstream(opt.out) << partial.dump(2) << "\n";
   }
+  result["complete"] = true;
   // Summary per level: coverage = correct / ops; geomean speedup over correct ops.
   for (int level : {1, 2}) {
     int ops = 0, ok = 0, eager_wins = 0;

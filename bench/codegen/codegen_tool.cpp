@@ -1,12 +1,14 @@
 // kforge-codegen: the teacher compiler from the command line.
 //   kforge-codegen emit OP.json [SCHEDULE_INDEX]   print the program (default schedule 0)
 //   kforge-codegen schedules OP.json               list the schedule space
+//   kforge-codegen autotune OP.json [MAX]          check up to MAX schedules through the harness, print the fastest
 // The benchmark runner (bench/codegen/run.sh) drives `kforge-codegen bench`.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "bench/codegen/bench_runner.h"
+#include "worker/codegen/autotune.h"
 #include "worker/codegen/codegen.h"
 
 namespace {
@@ -33,12 +35,28 @@ bool load(const std::string& path, kforge::harness::OpSpec& spec) {
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "bench") return kforge::bench::run_codegen_bench(argc - 1, argv + 1);
-  if ((cmd != "emit" && cmd != "schedules") || argc < 3) {
-    std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] | schedules OP.json | bench [--help]\n";
+  if ((cmd != "emit" && cmd != "schedules" && cmd != "autotune") || argc < 3) {
+    std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] | schedules OP.json | autotune OP.json [MAX] | "
+                 "bench [--help]\n";
     return 2;
   }
   kforge::harness::OpSpec spec;
   if (!load(argv[2], spec)) return 2;
+  if (cmd == "autotune") {
+    size_t max = argc > 3 ? std::stoul(argv[3]) : 6;
+    auto result = kforge::codegen::autotune(spec, kforge::harness::CheckOptions{}, max);
+    for (const auto& v : result.variants)
+      std::cerr << v.schedule.label() << " " << v.outcome << " " << v.kernel_ms << " ms speedup " << v.speedup
+                << (v.message.empty() ? "" : " (" + v.message.substr(0, 120) + ")") << "\n";
+    if (!result.ok()) {
+      std::cout << "unsupported: " << result.unsupported << "\n";
+      return 1;
+    }
+    std::cerr << "best " << result.schedule.label() << " " << result.kernel_ms << " ms, speedup " << result.speedup
+              << "\n";
+    std::cout << result.program;
+    return 0;
+  }
   auto analysis = kforge::codegen::analyze(spec);
   if (!analysis.ok()) {
     std::cout << "unsupported: " << analysis.unsupported << "\n";

@@ -19,7 +19,7 @@ namespace {
 const std::set<std::string> kReserved = {
     "i", "j", "n", "kk", "k0", "m", "m0", "lx", "ly", "lid", "gid", "row", "col", "bat", "base", "len", "inner",
     "groups", "acc", "red", "tile_a", "tile_b", "M", "N", "K", "stride", "step", "out", "wr", "tr",
-    "ri", "am", "ak", "bk", "bn", "bv", "c0", "c1", "c2", "c3", "c4", "c5", "kernel", "global", "local", "constant", "private",
+    "ri", "am", "ak", "bk", "bn", "bv", "av", "sum", "kt", "c", "n0", "r", "k", "c0", "c1", "c2", "c3", "c4", "c5", "kernel", "global", "local", "constant", "private",
     "float", "int", "half", "double", "long", "char", "short", "uint", "bool", "void"};
 
 // A kernel under construction: parameters with their launch arguments, then the body.
@@ -73,7 +73,7 @@ struct Kernel {
     all_params.push_back("__global float* restrict " + std::string(output_buffer == "out" ? "out" : output_buffer));
     launch.push_back(output_buffer);
     for (size_t idx = 0; idx < size_params.size(); ++idx) {
-      all_params.push_back("const int " + size_params[idx]);
+      all_params.push_back("int " + size_params[idx]);  // the harness parser reads `int n`, not `const int n`
       launch.push_back(size_args[idx]);
     }
     for (size_t idx = 0; idx < launch.size(); ++idx) all_args += (idx ? "," : "") + launch[idx];
@@ -81,11 +81,9 @@ struct Kernel {
     std::string head = attributes.empty() ? "__kernel void " + name + "(" : "void " + name + "(";
     if (!attributes.empty()) out << "__kernel " << attributes.substr(0, attributes.size() - 1) << "\n";
     out << head;
-    std::string indent(head.size(), ' ');
-    for (size_t idx = 0; idx < all_params.size(); ++idx) {
-      if (idx) out << ",\n" << indent;
-      out << all_params[idx];
-    }
+    // One line: the harness's signature parser (worker/harness/program.cpp trim) keeps
+    // newlines inside parameter types, so a wrapped signature fails its rules.
+    for (size_t idx = 0; idx < all_params.size(); ++idx) out << (idx ? ", " : "") << all_params[idx];
     out << ") {\n" << body << "}\n";
     return out.str();
   }
@@ -102,6 +100,14 @@ std::string reindent(const std::string& text, const std::string& to) {
   std::istringstream in(text);
   std::string line, out;
   while (std::getline(in, line)) out += to + line.substr(std::min(line.find_first_not_of(' '), line.size())) + "\n";
+  return out;
+}
+
+// Adds `extra` in front of every line.
+std::string indent_more(const std::string& text, const std::string& extra) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) out += extra + line + "\n";
   return out;
 }
 
@@ -122,6 +128,8 @@ std::string group_reduce(const std::string& var, const std::string& op, int wg, 
 std::string unroll_pragma(int unroll, const std::string& indent) {
   return unroll > 1 ? indent + "#pragma unroll " + std::to_string(unroll) + "\n" : "";
 }
+
+struct PatternMap;
 
 class ProgramEmitter {
  public:
@@ -187,21 +195,29 @@ class ProgramEmitter {
   // Offset of a coordinate tuple in a contiguous tensor of `shape`, e.g. "c1 + c0*x_size1".
   std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords) {
     std::vector<std::string> terms;
-    std::string stride;
     for (int axis = static_cast<int>(shape.size()) - 1; axis >= 0; --axis) {
-      if (coords[axis] != "0") terms.push_back(stride.empty() ? coords[axis] : coords[axis] + "*" + stride);
-      if (shape[axis].value != 1 || shape[axis].axis >= 0) {
-        std::string d = k.dim(shape[axis]);
-        if (d != "1") stride = stride.empty() ? d : stride + "*" + d;
+      if (coords[axis] == "0") continue;
+      // Stride of `axis`: the product of the later dims (registered as size params only when used).
+      std::string stride;
+      for (int later = axis + 1; later < static_cast<int>(shape.size()); ++later) {
+        if (shape[later].axis < 0 && shape[later].value == 1) continue;
+        std::string d = k.dim(shape[later]);
+        if (d != "1") stride += (stride.empty() ? "" : "*") + d;
       }
+      terms.push_back(stride.empty() ? coords[axis] : coords[axis] + "*" + stride);
     }
     return terms.empty() ? "0" : join(terms, " + ");
   }
 
+
   std::string pointwise(const Stage& stage, const std::string& name, std::string& err);
   std::string reduce_rows(const Stage& stage, const std::string& name, std::string& err);
+  std::string column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns, const std::vector<int>& reduces,
+                             const std::string& len, const std::string& inner, const std::string& groups,
+                             std::string& err);
   std::string reduce_full(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul(const Stage& stage, const std::string& name, std::string& err);
+  std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
 };
 
 // ------------------------------------------------------------------- pointwise
@@ -398,10 +414,12 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
 
   // vector_width > 1 (item strategy, last dim): floatN loads along the row, a scalar tail.
   const int vec = s_.vector_width;
-  if (vec > 1 && (group || !last)) {
-    err = "vector_width applies to the item strategy over the last dim only";
+  if (vec > 1 && group) {
+    err = "vector_width applies to the item strategy only";
     return "";
   }
+  // Column mode (item strategy, a dim other than the last): floatN across adjacent outputs.
+  const bool columns = !group && !last && vec > 1;
   int counter = 0;
   auto make = [&](int width) {
     ExprEmitter e(g_, width, &counter);
@@ -425,7 +443,7 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
     return e;
   };
   ExprEmitter e = make(1);
-  ExprEmitter ev = make(std::max(vec, 1));
+  ExprEmitter ev = make(columns ? 1 : std::max(vec, 1));
 
   std::vector<int> reduces;
   for (int id = 0; id <= stage.root; ++id) {
@@ -475,6 +493,8 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
       body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
     }
   }
+  const std::string header = body.str();
+  body.str("");
   const std::string loop = group ? "for (int col = lid; col < " + len + "; col += " + std::to_string(wg) + ")"
                                  : "for (int ri = 0; ri < " + len + "; ++ri)";
   const std::string vn = std::to_string(vec);
@@ -485,7 +505,7 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
     std::string acc = "acc" + std::to_string(red_idx);
     std::string v = e.value(r.args[0], {});
     std::string loop_lines = e.take_lines("    ");
-    if (vec > 1) {
+    if (vec > 1 && last) {
       std::string vv = ev.value(r.args[0], {});
       std::string vlines = ev.take_lines("    ");
       body << ev.take_outer("  ") << e.take_outer("  ");
@@ -514,7 +534,7 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   }
   Pattern out_pattern = patterns.of(stage.root);
   std::string result = e.value(stage.root, {});
-  if ((out_pattern == Pattern::full || out_pattern == Pattern::lane) && vec > 1) {
+  if ((out_pattern == Pattern::full || out_pattern == Pattern::lane) && vec > 1 && last) {
     std::string loop_lines = e.take_lines("    ");
     std::string vresult = ev.value(stage.root, {});
     std::string vlines = ev.take_lines("    ");
@@ -532,8 +552,75 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
     if (group) body << "  if (lid == 0) " << k.output_buffer << "[row] = " << result << ";\n";
     else body << "  " << k.output_buffer << "[gid] = " << result << ";\n";
   }
-  k.body = body.str();
+  k.body = header + body.str();
+  if (columns) {
+    std::string vector_part = column_vectors(stage, k, patterns, reduces, len, inner, groups, err);
+    if (!err.empty()) return "";
+    // Outputs whose floatN group would cross a row of the inner dims go one by one.
+    k.grid = "cdiv(" + numel_expr(outer_dims) + "*" + numel_expr(inner_dims) + ", " + std::to_string(wg * vec) + ")";
+    k.body = "  // one work-item per " + std::to_string(vec) + " adjacent outputs: float" + std::to_string(vec) +
+             " loads across the inner dim, one loop over the " + len + " reduced elements\n" + vector_part +
+             "  } else {\n    for (int gid = q0; gid < min(q0 + " + std::to_string(vec) + ", " + groups + "); ++gid) {\n" +
+             "      const int base = (gid / " + inner + ") * " + len + " * " + inner + " + gid % " + inner + ";\n" +
+             indent_more(body.str(), "    ") + "    }\n  }\n";
+  }
   return k.render();
+}
+
+// Column mode of reduce_rows: work-item q handles outputs q0 .. q0+vec-1, which are
+// adjacent along the inner dims, so every load along the reduced dim is one floatN.
+std::string ProgramEmitter::column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns,
+                                           const std::vector<int>& reduces, const std::string& len,
+                                           const std::string& inner, const std::string& groups, std::string& err) {
+  const int vec = s_.vector_width;
+  const std::string vn = std::to_string(vec);
+  int counter = 0;  // the vector branch is its own scope
+  ExprEmitter e(g_, vec, &counter);
+  e.red_len = len;
+  e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+  e.hoist = [&](int id) {
+    Pattern p = patterns.of(id);
+    return p == Pattern::group || p == Pattern::scalar;
+  };
+  e.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    switch (patterns.of(id)) {
+      case Pattern::scalar: return buf + "[0]";
+      case Pattern::lane: return buf + "[ri]";
+      case Pattern::group: return "vload" + vn + "(0, " + buf + " + q0)";
+      case Pattern::full: return "vload" + vn + "(0, " + buf + " + base + ri * " + inner + ")";
+    }
+    return "";
+  };
+  std::ostringstream body;
+  body << "  const int q0 = get_global_id(0) * " << vec << ";\n  if (q0 >= " << groups << ") return;\n";
+  body << "  if (q0 % " << inner << " + " << vec << " <= " << inner << ") {\n";
+  body << "    const int base = (q0 / " << inner << ") * " << len << " * " << inner << " + q0 % " << inner << ";\n";
+  for (size_t red_idx = 0; red_idx < reduces.size(); ++red_idx) {
+    const Node& r = g_.nodes[reduces[red_idx]];
+    std::string acc = "acc" + std::to_string(red_idx);
+    std::string v = e.value(r.args[0], {});
+    std::string lines = e.take_lines("      ");
+    body << e.take_outer("    ");
+    body << "    float" << vn << " " << acc << " = (float" << vn << ")(" << reduce_init(r.op) << ");\n";
+    body << unroll_pragma(s_.unroll, "    ");
+    body << "    for (int ri = 0; ri < " << len << "; ++ri) {\n" << lines << "      " << acc << " = "
+         << combine_code(r.op, acc, v) << ";\n    }\n";
+    e.known[reduces[red_idx]] = acc;
+  }
+  Pattern out_pattern = patterns.of(stage.root);
+  std::string result = e.value(stage.root, {});
+  const std::string out = buffer_of_.at(stage.root);
+  if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
+    std::string lines = e.take_lines("      ");
+    body << e.take_outer("    ");
+    body << "    for (int ri = 0; ri < " << len << "; ++ri) {\n" << lines << "      vstore" << vn << "(" << result << ", 0, "
+         << out << " + base + ri * " << inner << ");\n    }\n";
+  } else {
+    body << e.take_outer("    ") << e.take_lines("    ");
+    body << "    vstore" << vn << "(" << result << ", 0, " << out << " + q0);\n";
+  }
+  return body.str();
 }
 
 // Two passes over everything: `partials` work-groups each reduce a grid-stride slice
@@ -617,6 +704,7 @@ std::string ProgramEmitter::reduce_full(const Stage& stage, const std::string& n
 // local memory; each work-item accumulates work_per_item rows of one column, then
 // applies the fused epilogue before its single store.
 std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, std::string& err) {
+  if (s_.tile == 0) return matmul_registers(stage, name, err);
   const int ts = s_.tile, wpt = s_.work_per_item;
   if (wpt < 1 || ts % wpt != 0) {
     err = "work_per_item must divide tile";
@@ -706,6 +794,144 @@ std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, 
   body << "    const int m = m0 + ly + wr * " << rts << ";\n";
   body << "    if (m < " << M << " && n < " << N << ") {\n" << epilogue;
   body << "      " << k.output_buffer << "[" << out_idx << "] = " << result << ";\n    }\n  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// Register-blocked matmul for CPUs (tile 0): no local memory or barriers; each
+// work-item keeps a block of outputs in registers and streams A and B through the
+// caches with floatN loads. B as [K, N] (plain): floatN across n, work_per_item rows.
+// B as [N, K] (a transposed view, e.g. linear's weight): floatN along k for
+// work_per_item x per_item dot products, summed across lanes at the end.
+std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& mm = g_.nodes[stage.anchor];
+  const int rm = std::max(1, s_.work_per_item), vec = s_.vector_width, cn = std::max(1, s_.per_item);
+  if (vec != 4 && vec != 8) {
+    err = "register-blocked matmul needs vector_width 4 or 8";
+    return "";
+  }
+  const std::string vn = std::to_string(vec), fv = "float" + vn;
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  bool trans_a = false, trans_b = false;
+  auto strip = [&](int id, bool& transposed) {
+    while (g_.nodes[id].kind == NodeKind::view) {
+      transposed = !transposed;
+      id = g_.nodes[id].args[0];
+    }
+    return id;
+  };
+  int a_id = strip(mm.args[0], trans_a), b_id = strip(mm.args[1], trans_b);
+  const Shape &a_eff = g_.nodes[mm.args[0]].shape, &b_eff = g_.nodes[mm.args[1]].shape;
+  if (trans_a || b_eff.size() == 1) {
+    err = "register-blocked matmul needs a plain A and a matrix B";
+    return "";
+  }
+  const std::string a = k.buffer(buffer_name(a_id)), b = k.buffer(buffer_name(b_id));
+  const bool batched = a_eff.size() == 3, b_batched = b_eff.size() == 3;
+  const std::string M = k.size(a_eff[a_eff.size() - 2].expr(), "M");
+  const std::string K = k.size(a_eff.back().expr(), "K");
+  const std::string N = k.size(b_eff.back().expr(), "N");
+  const std::string a_base = batched ? "bat * " + M + " * " + K + " + " : "";
+  const std::string b_base = b_batched ? "bat * " + K + " * " + N + " + " : "";
+  const int cols = trans_b ? cn : vec;  // outputs per work-item along n
+  k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(cols * 8) + "),cdiv(" +
+           a_eff[a_eff.size() - 2].expr() + ", " + std::to_string(rm * 8) + ")," + (batched ? a_eff[0].expr() : "1");
+  k.block = "8,8,1";
+
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  std::vector<std::string> coords;
+  if (out_shape.size() == 3) coords = {"bat", "m", "n"};
+  else coords = {"m", "n"};
+  const std::string out_row = out_shape.size() == 3 ? "(bat * " + M + " + m) * " + N : "m * " + N;
+  // Epilogue emitters: scalar at (m, n); vector at (m, n..n+vec-1) for the plain form.
+  int counter = 0;
+  auto make = [&](int width) {
+    ExprEmitter e(g_, width, &counter);
+    e.is_leaf = [&](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
+    e.load = [&, width](int id, const std::vector<std::string>& c) -> std::string {
+      std::string buf = k.buffer(buffer_name(id));
+      const Shape& shape = g_.nodes[id].shape;
+      if (numel_value(shape) == 1) return buf + "[0]";
+      std::string off = offset(k, shape, c);
+      if (width == 1) return buf + "[" + off + "]";
+      if (c.empty() || c.back() != "n") {
+        // Constant along n: one scalar broadcast to every lane; varying along n in another dim: no floatN load.
+        for (const auto& coord : c)
+          if (coord == "n") err = "an epilogue operand is transposed along n; use a tiled schedule";
+        return buf + "[" + off + "]";
+      }
+      return "vload" + std::to_string(width) + "(0, " + buf + " + " + off + ")";
+    };
+    return e;
+  };
+  std::ostringstream body;
+  body << "  const int n0 = get_global_id(0)" << (cols > 1 ? " * " + std::to_string(cols) : "") << ";\n";
+  body << "  const int m0 = get_global_id(1) * " << rm << ";\n";
+  if (batched) body << "  const int bat = get_global_id(2);\n";
+  body << "  if (n0 >= " << N << " || m0 >= " << M << ") return;\n";
+  if (!trans_b) {
+    ExprEmitter ev = make(vec);
+    ev.known[stage.anchor] = "acc[r]";
+    std::string vres = ev.value(stage.root, coords);
+    std::string vlines = ev.take_lines("        ");
+    ExprEmitter es = make(1);
+    es.known[stage.anchor] = "sum";
+    std::string sres = es.value(stage.root, coords);
+    std::string slines = es.take_lines("          ");
+    if (!err.empty()) return "";
+    body << "  // " << rm << " rows x " << vec << " columns per work-item, " << fv << " accumulators\n";
+    body << "  if (n0 + " << vec << " <= " << N << ") {\n";
+    body << "    " << fv << " acc[" << rm << "];\n";
+    body << "    for (int r = 0; r < " << rm << "; ++r) acc[r] = (" << fv << ")(0.0f);\n";
+    body << unroll_pragma(s_.unroll, "    ");
+    body << "    for (int kk = 0; kk < " << K << "; ++kk) {\n";
+    body << "      const " << fv << " bv = vload" << vn << "(0, " << b << " + " << b_base << "kk * " << N << " + n0);\n";
+    body << "      for (int r = 0; r < " << rm << "; ++r)\n";
+    body << "        if (m0 + r < " << M << ") acc[r] += " << a << "[" << a_base << "(m0 + r) * " << K << " + kk] * bv;\n";
+    body << "    }\n";
+    body << "    for (int r = 0; r < " << rm << "; ++r) {\n      const int m = m0 + r;\n      const int n = n0;\n";
+    body << "      if (m < " << M << ") {\n" << vlines << "        vstore" << vn << "(" << vres << ", 0, " << k.output_buffer
+         << " + " << out_row << " + n);\n      }\n    }\n";
+    body << "  } else {  // the last N % " << vec << " columns, one output at a time\n";
+    body << "    for (int r = 0; r < " << rm << "; ++r) {\n      const int m = m0 + r;\n      if (m >= " << M
+         << ") break;\n";
+    body << "      for (int n = n0; n < " << N << "; ++n) {\n        float sum = 0.0f;\n";
+    body << "        for (int kk = 0; kk < " << K << "; ++kk) sum += " << a << "[" << a_base << "m * " << K << " + kk] * "
+         << b << "[" << b_base << "kk * " << N << " + n];\n";
+    body << slines << "          " << k.output_buffer << "[" << out_row << " + n] = " << sres << ";\n      }\n    }\n  }\n";
+  } else {
+    ExprEmitter es = make(1);
+    es.known[stage.anchor] = "sum[r][c]";
+    std::string sres = es.value(stage.root, coords);
+    std::string slines = es.take_lines("        ");
+    if (!err.empty()) return "";
+    body << "  // " << rm << " x " << cn << " dot products per work-item along k, " << fv << " partial sums\n";
+    body << "  " << fv << " acc[" << rm << "][" << cn << "];\n";
+    body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) acc[r][c] = (" << fv
+         << ")(0.0f);\n";
+    body << "  int kk = 0;\n" << unroll_pragma(s_.unroll, "  ");
+    body << "  for (; kk + " << vec << " <= " << K << "; kk += " << vec << ") {\n";
+    body << "    " << fv << " av[" << rm << "];\n";
+    body << "    for (int r = 0; r < " << rm << "; ++r)\n      av[r] = m0 + r < " << M << " ? vload" << vn << "(0, " << a
+         << " + " << a_base << "(m0 + r) * " << K << " + kk) : (" << fv << ")(0.0f);\n";
+    body << "    for (int c = 0; c < " << cn << "; ++c) {\n      if (n0 + c >= " << N << ") break;\n";
+    body << "      const " << fv << " bv = vload" << vn << "(0, " << b << " + " << b_base << "(n0 + c) * " << K
+         << " + kk);\n";
+    body << "      for (int r = 0; r < " << rm << "; ++r) acc[r][c] += av[r] * bv;\n    }\n  }\n";
+    std::string h = "acc[r][c].s0";
+    for (int lane = 1; lane < vec; ++lane) h += " + acc[r][c].s" + std::string(1, "0123456789abcdef"[lane]);
+    body << "  float sum[" << rm << "][" << cn << "];\n";
+    body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) {\n";
+    body << "      sum[r][c] = " << h << ";\n";
+    body << "      if (m0 + r < " << M << " && n0 + c < " << N << ")\n";
+    body << "        for (int kt = kk; kt < " << K << "; ++kt)\n          sum[r][c] += " << a << "[" << a_base
+         << "(m0 + r) * " << K << " + kt] * " << b << "[" << b_base << "(n0 + c) * " << K << " + kt];\n    }\n";
+    body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) {\n";
+    body << "      const int m = m0 + r, n = n0 + c;\n      if (m < " << M << " && n < " << N << ") {\n" << slines;
+    body << "        " << k.output_buffer << "[" << out_row << " + n] = " << sres << ";\n      }\n    }\n";
+  }
   k.body = body.str();
   return k.render();
 }

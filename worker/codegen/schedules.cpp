@@ -21,29 +21,40 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
   std::vector<Schedule> candidates;
   // Matmul tiles x outputs per work-item; the other knobs stay at defaults unless
   // another stage kind needs them too.
-  std::vector<std::pair<int, int>> tiles = {{16, 4}, {16, 1}, {32, 8}, {32, 4}, {8, 2}, {16, 8}};
-  if (!matmul) tiles = {{16, 1}};
-  for (auto [tile, wpt] : tiles) {
+  // Tiles in local memory (tile > 0) or register blocks (tile 0: work_per_item rows,
+  // vector_width lanes, per_item columns for transposed B).
+  struct MatmulKnobs {
+    int tile, wpt, vec, per_item;
+  };
+  std::vector<MatmulKnobs> tiles = {{0, 4, 8, 1}, {0, 4, 8, 4}, {0, 2, 4, 4}, {0, 8, 8, 2},
+                                    {16, 4, 1, 1}, {32, 8, 1, 1}, {16, 1, 1, 1}, {8, 2, 1, 1}};
+  if (!matmul) tiles = {{16, 1, 1, 1}};
+  for (auto knobs : tiles) {
     for (int unroll : matmul ? std::vector<int>{1, 4} : std::vector<int>{1}) {
       Schedule base;
-      base.tile = tile;
-      base.work_per_item = wpt;
+      base.tile = knobs.tile;
+      base.work_per_item = knobs.wpt;
+      base.vector_width = knobs.vec;
+      base.per_item = knobs.per_item;
       base.unroll = unroll;
       if (rows) {
-        for (int wg : {64, 128, 256}) {
-          Schedule s = base;
-          s.reduce = ReduceStrategy::group;
-          s.work_group = wg;
-          candidates.push_back(s);
-        }
-        // item: (work_group, vector_width, unroll); vectors only apply to last-dim rows.
+        // item: (work_group, vector_width, unroll); floatN along the row (last dim) or
+        // across adjacent outputs (other dims). Fastest on CPUs, so first.
         for (auto [wg, vec, u] : std::vector<std::tuple<int, int, int>>{
-                 {16, 8, 1}, {64, 4, 1}, {16, 8, 4}, {16, 1, 1}, {64, 1, 4}}) {
+                 {16, 8, 1}, {16, 8, 4}, {64, 4, 1}, {16, 1, 1}, {64, 1, 4}}) {
           Schedule s = base;
           s.reduce = ReduceStrategy::item;
           s.work_group = wg;
           s.vector_width = vec;
           s.unroll = std::max(u, unroll);
+          candidates.push_back(s);
+        }
+        // group: a work-group per row with a local-memory tree (GPU-style).
+        for (int wg : {64, 128, 256}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::group;
+          s.work_group = wg;
+          s.vector_width = 1;
           candidates.push_back(s);
         }
       } else if (full) {

@@ -1,0 +1,51 @@
+// Autotune through the harness (see autotune.h). Test: ctest -R codegen_autotune.
+#include "worker/codegen/autotune.h"
+
+namespace kforge::codegen {
+
+AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules) {
+  AutotuneResult result;
+  auto analysis = analyze(spec);
+  if (!analysis.ok()) {
+    result.unsupported = analysis.unsupported;
+    return result;
+  }
+  std::string error;
+  auto checker = harness::Checker::create(spec, options, error);
+  if (!checker) {
+    result.unsupported = "reference: " + error;
+    return result;
+  }
+  auto space = schedule_space(analysis);
+  size_t count = max_schedules == 0 ? space.size() : std::min(space.size(), max_schedules);
+  std::string first_failure;
+  for (size_t pick = 0; pick < count; ++pick) {
+    // Spread the picks over the space, which is ordered by knob families.
+    const Schedule& schedule = space[pick * space.size() / count];
+    VariantResult variant;
+    variant.schedule = schedule;
+    auto gen = emit_program(analysis, schedule);
+    if (!gen.ok()) continue;  // schedule_space only lists emittable schedules
+    auto check = checker->check(gen.program);
+    variant.outcome = harness::outcome_name(check.outcome);
+    if (check.outcome == harness::Outcome::correct && check.kernel) {
+      variant.kernel_ms = check.kernel->median_ms;
+      variant.speedup = check.speedup;
+      if (result.program.empty() || variant.kernel_ms < result.kernel_ms) {
+        result.program = gen.program;
+        result.schedule = schedule;
+        result.kernel_ms = variant.kernel_ms;
+        result.speedup = variant.speedup;
+      }
+    } else {
+      variant.message = check.message;
+      if (first_failure.empty()) first_failure = variant.outcome + ": " + check.message;
+    }
+    result.variants.push_back(variant);
+  }
+  if (result.program.empty())
+    result.unsupported = first_failure.empty() ? "no schedule emitted a program" : "no correct variant; first: " + first_failure;
+  return result;
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,38 @@
+// Autotune mode of the teacher compiler: emit a spread of schedules from the op's
+// space, check each through the harness Checker (sandbox, seeded trials, extra
+// shapes, timing vs libtorch), keep the fastest correct one. Test: ctest -R codegen_autotune.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "worker/codegen/codegen.h"
+#include "worker/harness/checker.h"
+
+namespace kforge::codegen {
+
+//! One schedule tried by autotune and what the harness said.
+struct VariantResult {
+  Schedule schedule;
+  std::string outcome;     //!< harness outcome name ("correct", "wrong_output", ...)
+  std::string message;     //!< harness message when not correct
+  double kernel_ms = 0.0;  //!< median time (correct only)
+  double speedup = 0.0;    //!< vs libtorch eager, same protocol (correct only)
+};
+
+//! The autotune answer: the fastest correct program, or why there is none.
+struct AutotuneResult {
+  std::string unsupported;  //!< non-empty when the op does not lower or no variant was correct
+  std::string program;      //!< the winning program
+  Schedule schedule;        //!< its schedule
+  double kernel_ms = 0.0;   //!< its median time
+  double speedup = 0.0;     //!< its speedup over eager
+  std::vector<VariantResult> variants;  //!< every schedule tried, in order
+  //! True when a correct program was found.
+  bool ok() const { return unsupported.empty(); }
+};
+
+//! Tries up to `max_schedules` schedules spread over schedule_space (all when 0).
+AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules);
+
+}  // namespace kforge::codegen
