@@ -2,6 +2,7 @@
 // progress bar); `--json` prints the server's JSON instead, for scripts.
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -13,6 +14,29 @@
 
 namespace kforge::cli {
 namespace {
+
+// Prints rows under headers with each column as wide as its widest cell plus two
+// spaces, so long values (device names, op names) never run into the next column.
+void print_table(std::ostream& out, const std::vector<std::string>& headers,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths(headers.size());
+  for (size_t col_idx = 0; col_idx < headers.size(); ++col_idx) widths[col_idx] = headers[col_idx].size();
+  for (const auto& row : rows) {
+    for (size_t col_idx = 0; col_idx < row.size() && col_idx < widths.size(); ++col_idx) {
+      widths[col_idx] = std::max(widths[col_idx], row[col_idx].size());
+    }
+  }
+  auto print_row = [&](const std::vector<std::string>& cells) {
+    for (size_t col_idx = 0; col_idx < cells.size(); ++col_idx) {
+      bool last = col_idx + 1 == cells.size();
+      out << (last ? cells[col_idx] : cells[col_idx] + std::string(widths[col_idx] + 2 - cells[col_idx].size(), ' '));
+    }
+    out << "\n";
+  };
+  print_row(headers);
+  for (const auto& row : rows) print_row(row);
+}
+
 
 using json = nlohmann::json;
 
@@ -177,11 +201,12 @@ int jobs_list(const Flags& flags, Client& client, std::ostream& out, std::ostrea
     out << page.dump(2) << "\n";
     return 0;
   }
-  out << std::left << std::setw(8) << "ID" << std::setw(12) << "KIND" << std::setw(11) << "STATUS" << "CREATED\n";
+  std::vector<std::vector<std::string>> rows;
   for (const auto& job : page["data"]) {
-    out << std::left << std::setw(8) << job["id"].get<int64_t>() << std::setw(12) << job["kind"].get<std::string>()
-        << std::setw(11) << job["status"].get<std::string>() << job["created_at"].get<std::string>() << "\n";
+    rows.push_back({std::to_string(job["id"].get<int64_t>()), job["kind"].get<std::string>(),
+                    job["status"].get<std::string>(), job["created_at"].get<std::string>()});
   }
+  print_table(out, {"ID", "KIND", "STATUS", "CREATED"}, rows);
   return 0;
 }
 
@@ -234,22 +259,22 @@ int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostr
     return 0;
   }
   if (models) {
-    out << std::left << std::setw(22) << "MODEL" << std::setw(14) << "SUITE" << std::setw(8) << "FAST_0"
-        << std::setw(8) << "FAST_1" << "GEOMEAN\n";
+    std::vector<std::vector<std::string>> rows;
     for (const auto& row : page["data"]) {
       const json& m = row["metrics"];
-      out << std::left << std::setw(22) << row["model"].get<std::string>() << std::setw(14)
-          << row["suite"].get<std::string>() << std::setw(8) << fmt_number(m.value("fast_0", json())) << std::setw(8)
-          << fmt_number(m.value("fast_1", json())) << fmt_number(m.value("geomean_speedup", json())) << "\n";
+      rows.push_back({row["model"].get<std::string>(), row["suite"].get<std::string>(),
+                      fmt_number(m.value("fast_0", json())), fmt_number(m.value("fast_1", json())),
+                      fmt_number(m.value("geomean_speedup", json()))});
     }
+    print_table(out, {"MODEL", "SUITE", "FAST_0", "FAST_1", "GEOMEAN"}, rows);
     return 0;
   }
-  out << std::left << std::setw(24) << "OP" << std::setw(8) << "TARGET" << std::setw(20) << "DEVICE" << "SPEEDUP\n";
+  std::vector<std::vector<std::string>> rows;
   for (const auto& row : page["data"]) {
-    out << std::left << std::setw(24) << row["op_name"].get<std::string>() << std::setw(8)
-        << row["target"].get<std::string>() << std::setw(20) << row["device"].get<std::string>()
-        << fmt_number(row["speedup"]) << "x\n";
+    rows.push_back({row["op_name"].get<std::string>(), row["target"].get<std::string>(),
+                    row["device"].get<std::string>(), fmt_number(row["speedup"]) + "x"});
   }
+  print_table(out, {"OP", "TARGET", "DEVICE", "SPEEDUP"}, rows);
   return 0;
 }
 

@@ -67,7 +67,7 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
         kforge::db::CandidateRecord c;
         c.job_id = jobs[0].id;
         c.op_id = 1;
-        c.device = "pocl-cpu";
+        c.device = "pthread-haswell-AMD EPYC 7B13 (PoCL)";  // longer than any fixed column
         c.source = "__kernel void silu_mul(__global const float* x) {}";
         c.outcome = "correct";
         c.kernel_ms = 0.5;
@@ -106,6 +106,13 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
   ASSERT_EQ(board_code, 0) << board_out;
   EXPECT_NE(board_out.find("silu_mul"), std::string::npos) << board_out;
   EXPECT_NE(board_out.find("2.00x"), std::string::npos) << board_out;
+  // Columns are sized from the data: the speedup starts right under its header.
+  size_t header_end = board_out.find('\n');
+  size_t speedup_col = board_out.find("SPEEDUP");
+  ASSERT_LT(speedup_col, header_end) << board_out;
+  size_t row_start = header_end + 1;
+  ASSERT_LT(row_start + speedup_col, board_out.size()) << board_out;
+  EXPECT_EQ(board_out.substr(row_start + speedup_col, 5), "2.00x") << board_out;
 
   auto [usage_code, usage_out] = kforge_cli(server, "", {"frobnicate"});
   EXPECT_EQ(usage_code, 2);
