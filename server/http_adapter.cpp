@@ -88,12 +88,8 @@ struct HttpServer::Impl {
       out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
     }
     out.headers().set_content_type(resp.content_type);
-    ex->request.reply(out).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (...) {  // client went away; nothing to do
-      }
-    });
+    // Record before replying: once the client has the response, /metrics and the
+    // access log must already count it.
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ex->started).count();
     std::string route = router.route_of(ex->req.path);
     if (metrics) metrics->observe_request(ex->req.method, route, resp.status, seconds);
@@ -105,6 +101,12 @@ struct HttpServer::Impl {
                 {"status", std::to_string(resp.status)}, {"duration_ms", duration},
                 {"request_id", ex->req.request_id}});
     }
+    ex->request.reply(out).then([](pplx::task<void> t) {
+      try {
+        t.get();
+      } catch (...) {  // client went away; nothing to do
+      }
+    });
   }
 
   // Stops cpprestsdk from buffering the rest of an oversized body: its reader
