@@ -142,4 +142,13 @@ std::string queue_idempotency_key(const HttpRequest& req, const Principal& princ
   return "api:" + sha256_hex(principal.key() + "\n" + req.path + "\n" + key);
 }
 
+HttpResponse enqueue_job(pqxx::connection& conn, const HttpRequest& req, const Principal& principal,
+                         db::JobInsert insert, const std::string& collection, const JobRenderer& render) {
+  insert.idempotency_key = queue_idempotency_key(req, principal);
+  auto inserted = db::job_insert(conn, insert);
+  HttpResponse resp = json_response(202, render(conn, inserted.job));
+  resp.headers.emplace_back("Location", collection + "/" + std::to_string(inserted.job.id));
+  return resp;
+}
+
 }  // namespace kforge::api

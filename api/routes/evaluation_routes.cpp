@@ -56,11 +56,7 @@ HttpResponse create_evaluation(ApiContext& ctx, HttpRequest& req) {
     insert.kind = "evaluate";
     insert.priority = static_cast<int>(priority);
     insert.args_json = args.dump();
-    insert.idempotency_key = queue_idempotency_key(req, principal);
-    auto inserted = db::job_insert(conn, insert);
-    HttpResponse resp = json_response(202, render_evaluation(conn, inserted.job));
-    resp.headers.emplace_back("Location", "/v1/evaluations/" + std::to_string(inserted.job.id));
-    return resp;
+    return enqueue_job(conn, req, principal, insert, "/v1/evaluations", render_evaluation);
   });
 }
 

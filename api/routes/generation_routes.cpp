@@ -112,11 +112,7 @@ HttpResponse create_generation(ApiContext& ctx, HttpRequest& req) {
     insert.kind = "generate";
     insert.priority = static_cast<int>(priority);
     insert.args_json = args.dump();
-    insert.idempotency_key = queue_idempotency_key(req, principal);
-    auto inserted = db::job_insert(conn, insert);
-    HttpResponse resp = json_response(202, render_generation(conn, inserted.job));
-    resp.headers.emplace_back("Location", "/v1/generations/" + std::to_string(inserted.job.id));
-    return resp;
+    return enqueue_job(conn, req, principal, insert, "/v1/generations", render_generation);
   });
 }
 

@@ -116,11 +116,7 @@ HttpResponse create_training(ApiContext& ctx, HttpRequest& req) {
     insert.priority = static_cast<int>(priority);
     insert.max_attempts = 1;  // a failed training run is not silently restarted
     insert.args_json = args.dump();
-    insert.idempotency_key = queue_idempotency_key(req, principal);
-    auto inserted = db::job_insert(conn, insert);
-    HttpResponse resp = json_response(202, render_training(conn, inserted.job));
-    resp.headers.emplace_back("Location", "/v1/training-jobs/" + std::to_string(inserted.job.id));
-    return resp;
+    return enqueue_job(conn, req, principal, insert, "/v1/training-jobs", render_training);
   });
 }
 
