@@ -64,8 +64,20 @@ std::vector<SuiteOp> first_n(std::vector<SuiteOp> ops, int limit) {
   return ops;
 }
 
+// "K/N": keep ops K, K+N, K+2N, ... so N processes can build one dataset in parallel.
+std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard) {
+  if (shard.empty()) return ops;
+  int index = -1, count = 0;
+  char extra = 0;
+  if (std::sscanf(shard.c_str(), "%d/%d%c", &index, &count, &extra) != 2 || count < 1 || index < 0 || index >= count)
+    throw std::runtime_error("--shard must be K/N with 0 <= K < N, got '" + shard + "'");
+  std::vector<SuiteOp> kept;
+  for (size_t op_idx = index; op_idx < ops.size(); op_idx += count) kept.push_back(std::move(ops[op_idx]));
+  return kept;
+}
+
 int dataset_command(const kforge::Flags& flags) {
-  auto ops = first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops"));
+  auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops")), flags.get("shard"));
   DatasetOptions options;
   options.max_variants_per_op = flags.get_int("variants");
   options.style = style_of(flags);
@@ -144,6 +156,7 @@ int eval_command(const kforge::Flags& flags) {
   auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), flags.get_int("limit-ops"));
   auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
   HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
+  checker.set_serial_timing(flags.get_bool("serial-timing"));
   EvalConfig config;
   config.samples_per_op = flags.get_int("samples");
   config.k = flags.get_int("k");
@@ -188,6 +201,7 @@ int grpo_command(const kforge::Flags& flags) {
   config.optim.weight_decay = 0.0;
   if (config.loss.kl_beta > 0) reference = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
   HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
+  checker.set_serial_timing(flags.get_bool("serial-timing"));
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
   fs::create_directories(out_dir);
@@ -232,9 +246,11 @@ int main(int argc, char** argv) {
       {"vocab-size", "", "4096", "sft bootstrap BPE vocabulary"},
       {"device", "KFORGE_TRAIN_DEVICE", "cpu", "cpu or cuda"},
       {"variants", "", "4", "dataset: teacher schedules per op"},
+      {"shard", "", "", "dataset: K/N, only ops K, K+N, ... (run N processes, concatenate)"},
       {"trials", "", "3", "harness correctness trials"},
       {"no-time", "", "false", "skip harness timing (speedup 0)", true},
       {"time-budget-s", "", "0.3", "harness timing budget per side"},
+      {"serial-timing", "", "false", "verify in parallel, time correct kernels one at a time", true},
       {"max-check-elements", "", "0", "check on main shapes shrunk to this many input elements (0 = full shapes)"},
       {"steps", "", "100", "optimizer steps"},
       {"batch", "", "8", "sft: sequences per step"},
