@@ -226,6 +226,20 @@ def make_movement(rng, index):
 MAKERS = [(make_pointwise, 0.45), (make_reduction, 0.2), (make_row, 0.12), (make_matmul, 0.13), (make_movement, 0.1)]
 
 
+def describe(source):
+    """A name like the suite's ("tanh_mul_exp", "linear_gelu"): the first three distinct
+    operations of the body in reading order. The model copies the op name into its kernel
+    names, so the names it trains on look like the names it will be asked for."""
+    body = source.partition("\n")[2]
+    words = []
+    for match in re.finditer(r"torch\.(\w+)|\.(t|permute|transpose)\(|\s([-+*/])\s", body):
+        word = match.group(1) or match.group(2) or {"+": "add", "-": "sub", "*": "mul", "/": "div"}[match.group(3)]
+        word = {"t": "transpose", "layer_norm": "layer_norm"}.get(word, word)
+        if word not in words:
+            words.append(word)
+    return "_".join(words[:3]) or "op"
+
+
 def canonical(source):
     """Source with whitespace and parameter names abstracted, for the leak check."""
     header, _, body = source.partition("\n")
@@ -236,6 +250,20 @@ def canonical(source):
 
 
 def heldout_sources(suite_dir):
+    return suite_sources(suite_dir, "heldout")
+
+
+def suite_names(suite_dir):
+    names = set()
+    for level in os.listdir(suite_dir):
+        folder = os.path.join(suite_dir, level)
+        if level.startswith("level") and os.path.isdir(folder):
+            names |= {file[:-5] for file in os.listdir(folder) if file.endswith(".json")}
+    return names
+
+
+def suite_sources(suite_dir, split=None):
+    """Canonical sources of every op under suite_dir/level*/ (only `split` when given)."""
     sources = set()
     for level in sorted(os.listdir(suite_dir)):
         folder = os.path.join(suite_dir, level)
@@ -244,7 +272,7 @@ def heldout_sources(suite_dir):
         for file in os.listdir(folder):
             if file.endswith(".json"):
                 op = json.load(open(os.path.join(folder, file)))
-                if op.get("split") == "heldout":
+                if split is None or op.get("split") == split:
                     sources.add(canonical(op["source"]))
     return sources
 
@@ -254,6 +282,9 @@ def main():
     parser.add_argument("--out", required=True, help="output suite directory (ops go to OUT/level9)")
     parser.add_argument("--count", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--exclude", action="append", default=[],
+                        help="another synthetic suite directory whose sources must not be repeated (repeatable)")
+    parser.add_argument("--prefix", default="", help="op name prefix (default none: descriptive names)")
     parser.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "suite"),
                         help="the real suite, whose held-out sources must not be generated")
     args = parser.parse_args()
@@ -263,6 +294,10 @@ def main():
     forbidden = heldout_sources(args.suite)
     if not forbidden:
         sys.exit(f"synth_ops: no held-out ops found under {args.suite} (is --suite the op suite?)")
+    excluded, taken = set(), suite_names(args.suite)  # real suite names are never reused
+    for other in args.exclude:
+        excluded |= suite_sources(other)
+        taken |= suite_names(other)
     folder = os.path.join(args.out, "level9")
     os.makedirs(folder, exist_ok=True)
     seen, written, leaked = set(), 0, 0
@@ -277,8 +312,14 @@ def main():
         if key in forbidden:
             leaked += 1
             continue
-        if key in seen:
+        if key in seen or key in excluded:
             continue
+        base = describe(op["source"]) if args.prefix == "" else f"{args.prefix}_{describe(op['source'])}"
+        name, serial = base, 2
+        while name in taken:
+            name, serial = f"{base}_{serial}", serial + 1
+        taken.add(name)
+        op["name"] = name
         seen.add(key)
         with open(os.path.join(folder, op["name"] + ".json"), "w") as f:
             json.dump(op, f, indent=2)

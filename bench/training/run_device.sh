@@ -2,11 +2,13 @@
 # The GPU-scale training run (issue #8) on a device machine with an NVIDIA GPU and PoCL
 # on its CPU cores: kforge-tiny SFT and GRPO on the GPU, every check through the real
 # harness on PoCL. One stage per call, because a device command is limited to 10 min:
-#   bash bench/training/run_device.sh build|data|sft|eval-sft|grpo|eval-grpo|summary
+#   bash bench/training/run_device.sh build|restore|data|sft|eval-sft|grpo|eval-grpo
+# (restore: unpack .devcarry/train_state.tgz, a dataset + SFT checkpoint from an earlier
+# machine, instead of running data and sft again).
 # State lives in build-dev/ and var/dev/ (ignored, kept while the machine stays warm);
 # each stage copies its results to $OUT. Knobs (environment): see the defaults below.
 set -euo pipefail
-stage=${1:?usage: run_device.sh build|data|sft|eval-sft|grpo|eval-grpo|summary}
+stage=${1:?usage: run_device.sh build|restore|data|sft|eval-sft|grpo|eval-grpo}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-/tmp/kforge_out}
@@ -14,7 +16,7 @@ work=var/dev
 bin=build-dev/bin/kforge-train
 mkdir -p "$OUT" "$work"
 THREADS=${THREADS:-$(nproc)}
-SYNTH=${SYNTH:-1500}
+SYNTH=${SYNTH:-1200}
 VARIANTS=${VARIANTS:-4}
 SYNTH_VARIANTS=${SYNTH_VARIANTS:-2}
 SFT_STEPS=${SFT_STEPS:-2000}
@@ -26,7 +28,10 @@ log() { echo "[$(date +%T)] $*" | tee -a "$work/stages.log"; }
 case "$stage" in
 build)
   torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+  # The system compiler: the image's /opt/gcc builds against a newer libstdc++ than the one
+  # the binaries load, and std::filesystem::remove_all crashed (SIGSEGV) in such a build.
   cmake -S . -B build-dev -G Ninja -DKFORGE_WITH_SERVER=OFF -DKFORGE_BUILD_TESTS=OFF \
+    -DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++ \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$root/.devcarry/deps" > "$work/build.log" 2>&1
   cmake --build build-dev --target kforge-train kforge-sandbox -j"$THREADS" >> "$work/build.log" 2>&1 ||
     { tail -40 "$work/build.log"; exit 1; }
@@ -34,6 +39,10 @@ build)
     build-dev/bin/kforge-probe 2>/dev/null | head -5 || true; } > "$work/env.txt" 2>&1
   cp "$work/env.txt" "$OUT/"
   log "build done"
+  ;;
+restore)
+  tar xzf .devcarry/train_state.tgz -C "$work"
+  log "restored: $(wc -l < "$work/dataset.jsonl") pairs, $(ls -d "$work"/sft/checkpoint-* | tr '\n' ' ')"
   ;;
 data)
   # Suite train split (VARIANTS schedules per op) + SYNTH synthetic ops (tools/synth_ops.py),
@@ -80,24 +89,26 @@ eval-sft|eval-grpo)
   model=$([ "$which" = sft ] && echo "$work/sft/checkpoint-$SFT_STEPS" || echo "$work/grpo/final")
   "$bin" eval --suite suite --model "$model" --split heldout --samples "$EVAL_SAMPLES" --k "$EVAL_SAMPLES" \
     --trials 3 --time-budget-s 0.3 --serial-timing --check-threads "$THREADS" $SAMPLE --seed 1 --device cuda \
-    --out "$work/eval_$which.json" > /dev/null
-  cp "$work/eval_$which.json" "$OUT/"
+    --out "$work/eval_$which.json" --samples-out "$work/samples_$which.jsonl" > /dev/null
+  cp "$work/eval_$which.json" "$work/samples_$which.jsonl" "$OUT/"
   python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print({k:v for k,v in d.items() if k!='per_op'})" "$work/eval_$which.json"
   log "eval $which done"
   ;;
 grpo)
-  # GRPO tasks: the suite's train split plus the synthetic ops (never the held-out split).
-  rm -rf "$work/grpo_suite" && mkdir -p "$work/grpo_suite" &&
-    cp -r suite/level1 suite/level2 "$work/synth/level9" "$work/grpo_suite/"
+  # GRPO tasks: the suite's train split plus RL_OPS fresh synthetic ops that SFT never saw
+  # (another seed, sources of the SFT synthetic set excluded), so the policy meets ops it
+  # has not memorised and its failures carry signal. Never the held-out split.
+  rm -rf "$work/grpo_suite" "$work/rl" && mkdir -p "$work/grpo_suite"
+  python3 tools/synth_ops.py --out "$work/rl" --count "${RL_OPS:-800}" --seed 1 --exclude "$work/synth" \
+    > "$work/rl.json"
+  cp -r suite/level1 suite/level2 "$work/rl/level9" "$work/grpo_suite/"
   "$bin" grpo --suite "$work/grpo_suite" --model "$work/sft/checkpoint-$SFT_STEPS" --out-dir "$work/grpo" \
     --steps "$GRPO_STEPS" --group ${GROUP:-8} --tasks-per-step ${TASKS_PER_STEP:-8} --micro-batch 16 \
-    --lr ${GRPO_LR:-5e-5} --warmup 0 --kl-beta ${KL_BETA:-0} --check-threads "$THREADS" --trials 1 \
-    --max-check-elements 262144 --time-budget-s 0.05 $SAMPLE --seed 0 --device cuda > "$work/grpo.json"
+    --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-0} --check-threads "$THREADS" --trials 1 \
+    --max-check-elements 262144 --time-budget-s 0.05 --temperature "${GRPO_TEMPERATURE:-1.0}" --top-p 1.0 \
+    --max-new-tokens "${MAX_NEW_TOKENS:-768}" --seed 0 --device cuda > "$work/grpo.json"
   cp "$work/grpo.json" "$OUT/"; cp "$work/grpo/metrics.jsonl" "$OUT/grpo_metrics.jsonl"
   log "grpo done"
-  ;;
-summary)
-  cp "$work/stages.log" "$OUT/" 2>/dev/null || true
   ;;
 *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac

@@ -83,23 +83,18 @@ CheckSummary summarize_check(const harness::CheckResult& result) {
   summary.outcome = *outcome;
   summary.speedup = result.speedup;
   summary.suspicious = result.suspicious;
+  summary.message = result.message;
   return summary;
 }
 
 HarnessChecker::HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements)
-    : options_(options), verify_options_(options), max_check_elements_(max_check_elements) {
-  verify_options_.time = false;
-}
+    : options_(options), max_check_elements_(max_check_elements) {}
 HarnessChecker::~HarnessChecker() = default;
 
-namespace {
-std::string pool_name(const Task& task, bool timed) { return timed ? task.id : task.id + "#verify"; }
-}  // namespace
-
-std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task, bool timed) {
+std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& idle = idle_[pool_name(task, timed)];
+    auto& idle = idle_[task.id];
     if (!idle.empty()) {
       auto checker = std::move(idle.back());
       idle.pop_back();
@@ -109,30 +104,21 @@ std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task, bool
   auto parsed = harness::parse_op_spec(task.spec);
   if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + harness::describe_errors(parsed.errors));
   std::string error;
-  auto checker = harness::Checker::create(shrink_for_checking(parsed.spec, max_check_elements_),
-                                          timed ? options_ : verify_options_, error);
+  auto checker = harness::Checker::create(shrink_for_checking(parsed.spec, max_check_elements_), options_, error);
   if (!checker) throw std::runtime_error("task " + task.id + ": the op itself fails: " + error);
   return checker;
 }
 
-void HarnessChecker::release(const std::string& pool, std::unique_ptr<harness::Checker> checker) {
+void HarnessChecker::release(const std::string& op, std::unique_ptr<harness::Checker> checker) {
   std::lock_guard<std::mutex> lock(mutex_);
-  idle_[pool].push_back(std::move(checker));
-}
-
-harness::CheckResult HarnessChecker::check_with(const Task& task, const std::string& completion, bool timed) {
-  auto checker = acquire(task, timed);
-  harness::CheckResult result = checker->check(completion);
-  release(pool_name(task, timed), std::move(checker));
-  return result;
+  idle_[op].push_back(std::move(checker));
 }
 
 harness::CheckResult HarnessChecker::check_full(const Task& task, const std::string& completion) {
-  if (!serial_timing_ || !options_.time) return check_with(task, completion, true);
-  harness::CheckResult verified = check_with(task, completion, false);
-  if (verified.outcome != harness::Outcome::correct) return verified;
-  std::lock_guard<std::mutex> timing(timing_mutex_);
-  return check_with(task, completion, true);
+  auto checker = acquire(task);
+  harness::CheckResult result = checker->check(completion);
+  release(task.id, std::move(checker));
+  return result;
 }
 
 CheckSummary HarnessChecker::check(const Task& task, const std::string& completion) {

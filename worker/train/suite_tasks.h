@@ -55,20 +55,12 @@ class HarnessChecker : public Checker {
   CheckSummary check(const Task& task, const std::string& completion) override;
   //! Full harness result (the same path as check).
   harness::CheckResult check_full(const Task& task, const std::string& completion);
-  //! When on (and options.time), candidates are verified in parallel without timing and
-  //! only correct ones are then timed, one at a time, so concurrent checks do not share
-  //! the CPU with a timed run. Costs a second verification of each correct candidate.
-  void set_serial_timing(bool on) { serial_timing_ = on; }
 
  private:
-  std::unique_ptr<harness::Checker> acquire(const Task& task, bool timed);
-  void release(const std::string& pool, std::unique_ptr<harness::Checker> checker);
-  harness::CheckResult check_with(const Task& task, const std::string& completion, bool timed);
+  std::unique_ptr<harness::Checker> acquire(const Task& task);
+  void release(const std::string& op, std::unique_ptr<harness::Checker> checker);
   harness::CheckOptions options_;
-  harness::CheckOptions verify_options_;  // options_ with time = false
   int64_t max_check_elements_ = 0;
-  bool serial_timing_ = false;
-  std::mutex timing_mutex_;
   std::mutex mutex_;
   std::map<std::string, std::vector<std::unique_ptr<harness::Checker>>> idle_;
 };

@@ -155,9 +155,16 @@ int eval_command(const kforge::Flags& flags) {
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), flags.get_int("limit-ops"));
   auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
-  HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
-  checker.set_serial_timing(flags.get_bool("serial-timing"));
+  // --serial-timing: verify every sample in parallel untimed, then time the correct ones
+  // one at a time with nothing else running (evaluate.h).
+  kforge::harness::CheckOptions options = check_options(flags);
+  bool serial_timing = flags.get_bool("serial-timing") && options.time;
+  kforge::harness::CheckOptions verify_options = options;
+  if (serial_timing) verify_options.time = false;
+  HarnessChecker checker(verify_options, flags.get_int("max-check-elements"));
+  HarnessChecker timing_checker(options, flags.get_int("max-check-elements"));
   EvalConfig config;
+  if (serial_timing) config.timing_checker = &timing_checker;
   config.samples_per_op = flags.get_int("samples");
   config.k = flags.get_int("k");
   config.check_threads = flags.get_int("check-threads");
@@ -173,6 +180,16 @@ int eval_command(const kforge::Flags& flags) {
   for (const auto& op : raw)
     for (const auto& sample : op.samples) outcomes[outcome_name(sample.outcome)] = outcomes.value(outcome_name(sample.outcome), 0) + 1;
   out["outcomes"] = outcomes;
+  out["serial_timing"] = serial_timing;
+  if (!flags.get("samples-out").empty()) {
+    std::ofstream samples(flags.get("samples-out"));
+    for (const auto& op : raw)
+      for (const auto& sample : op.samples)
+        samples << Json{{"op", op.op}, {"outcome", outcome_name(sample.outcome)}, {"message", sample.message},
+                        {"speedup", sample.speedup}, {"suspicious", sample.suspicious}, {"completion", sample.text}}
+                       .dump()
+                << "\n";
+  }
   if (!flags.get("out").empty()) std::ofstream(flags.get("out")) << out.dump(2) << "\n";
   out.erase("per_op");
   std::cout << out.dump() << "\n";
@@ -201,7 +218,6 @@ int grpo_command(const kforge::Flags& flags) {
   config.optim.weight_decay = 0.0;
   if (config.loss.kl_beta > 0) reference = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
   HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
-  checker.set_serial_timing(flags.get_bool("serial-timing"));
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
   fs::create_directories(out_dir);
@@ -250,7 +266,8 @@ int main(int argc, char** argv) {
       {"trials", "", "3", "harness correctness trials"},
       {"no-time", "", "false", "skip harness timing (speedup 0)", true},
       {"time-budget-s", "", "0.3", "harness timing budget per side"},
-      {"serial-timing", "", "false", "verify in parallel, time correct kernels one at a time", true},
+      {"serial-timing", "", "false", "eval: verify in parallel, then time correct kernels one at a time", true},
+      {"samples-out", "", "", "eval: JSONL of every sample (op, outcome, harness message, completion)"},
       {"max-check-elements", "", "0", "check on main shapes shrunk to this many input elements (0 = full shapes)"},
       {"steps", "", "100", "optimizer steps"},
       {"batch", "", "8", "sft: sequences per step"},
