@@ -4,6 +4,9 @@
 #include "worker/train/evaluate.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "tests/worker/train/tiny_policy.h"
@@ -59,4 +62,62 @@ TEST(EvaluatePolicy, MetricsMatchTheRawOutcomesAndAreReproducible) {
 
   config.samples_per_op = 0;
   EXPECT_THROW(evaluate_policy(policy, tasks, checker, config), std::invalid_argument);
+}
+
+namespace {
+
+// Records the order of calls: verification of every sample must come before any timing.
+class OrderChecker : public Checker {
+ public:
+  OrderChecker(std::atomic<int>& clock, bool timed) : clock_(clock), timed_(timed) {}
+  CheckSummary check(const Task&, const std::string& text) override {
+    int tick = clock_++;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ticks.push_back(tick);
+    texts.push_back(text);
+    bool good = text.find('f') != std::string::npos;
+    if (!good) return {Outcome::wrong_output, 0.0, false, false, "mismatch at [0]"};
+    return {Outcome::correct, timed_ ? 3.0 : 0.0, false, false, timed_ ? "timed" : "verified"};
+  }
+  std::vector<int> ticks;
+  std::vector<std::string> texts;
+
+ private:
+  std::atomic<int>& clock_;
+  bool timed_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+TEST(EvaluatePolicy, SerialTimingTimesOnlyCorrectSamplesAfterAllVerification) {
+  test::TinyBigramPolicy policy(9, 21);
+  std::atomic<int> clock{0};
+  OrderChecker verify(clock, false), timing(clock, true);
+  std::vector<Task> tasks = {{"relu", "a", ""}, {"gelu", "b", ""}, {"softmax", "c", ""}};
+  EvalConfig config;
+  config.samples_per_op = 8;
+  config.check_threads = 4;
+  config.sampling.max_new_tokens = 6;
+  config.timing_checker = &timing;
+  std::vector<OpSamples> raw;
+  EvalSummary summary = evaluate_policy(policy, tasks, verify, config, &raw);
+  ASSERT_EQ(verify.ticks.size(), 24u);  // every sample verified once
+  int correct = 0;
+  for (const auto& op : raw)
+    for (const auto& sample : op.samples) {
+      correct += sample.outcome == Outcome::correct;
+      // Correct samples carry the timed result; the rest keep the verifier's message and text.
+      EXPECT_EQ(sample.message, sample.outcome == Outcome::correct ? "timed" : "mismatch at [0]");
+      if (sample.outcome == Outcome::correct) EXPECT_DOUBLE_EQ(sample.speedup, 3.0);
+      EXPECT_FALSE(sample.text.empty());
+    }
+  ASSERT_GT(correct, 0) << "the tiny policy should write an 'f' in some of 24 samples";
+  ASSERT_LT(correct, 24) << "and miss it in others, or the test proves nothing";
+  EXPECT_EQ(static_cast<int>(timing.ticks.size()), correct);
+  int last_verify = *std::max_element(verify.ticks.begin(), verify.ticks.end());
+  int first_timing = *std::min_element(timing.ticks.begin(), timing.ticks.end());
+  EXPECT_LT(last_verify, first_timing) << "a timed check ran while samples were still being verified";
+  for (const auto& text : timing.texts) EXPECT_NE(text.find('f'), std::string::npos);
+  EXPECT_GT(summary.fast_2, 0.0);  // speedup 3 came from the timing checker
 }
