@@ -4,6 +4,7 @@
 # writes bench/results/queue.json. Usage: bench/queue/run.sh [BUILD_DIR] [--only case,...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"  # paths below are repo-relative, so the command recorded in the results is too
 build_dir=${1:-build}
 shift || true
 cmake --build "$build_dir" --target kforge-bench-queue kforge-worker >/dev/null
@@ -17,5 +18,5 @@ cleanup() {
 trap cleanup EXIT INT TERM
 url=$("$root/scripts/pg.sh" start)
 echo "bench: PostgreSQL at $url (data in $KFORGE_DATA_DIR), load: $(cat /proc/loadavg)" >&2
-"$build_dir/bin/kforge-bench-queue" --database-url "$url" --cases "$root/bench/queue/cases.json" \
-  --out "$root/bench/results/queue.json" "$@"
+"$build_dir/bin/kforge-bench-queue" --database-url "$url" --cases bench/queue/cases.json \
+  --out bench/results/queue.json "$@"
