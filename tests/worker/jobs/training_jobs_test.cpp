@@ -207,9 +207,11 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
     int histogram_total = 0;
     for (const auto& [outcome, count] : m["outcomes"].items()) histogram_total += count.get<int>();
     EXPECT_EQ(histogram_total, 2) << "every sample has an outcome: " << m.dump();
-    for (const char* key : {"reward_mean", "correct_rate", "rule_violation_rate", "hacking_rate", "suspicious_rate",
-                            "sample_seconds", "check_seconds", "update_seconds"}) {
-      EXPECT_TRUE(m.contains(key)) << key << " missing from " << m.dump();
+    for (const char* key : {"reward_mean", "correct_rate", "rule_violation_rate", "hacking_rate", "suspicious_rate"}) {
+      EXPECT_TRUE(m.contains(key) && m[key].is_number()) << key << " missing from " << m.dump();
+    }
+    for (const char* phase : {"sample", "check", "update"}) {
+      EXPECT_TRUE(m["seconds"].contains(phase)) << "seconds per phase: " << m.dump();
     }
   }
   json grpo_model = body_of(server.get("/v1/models/" + std::to_string(grpo["model_id"].get<int64_t>())));
@@ -266,7 +268,7 @@ TEST(TrainingJobs, SftResumesFromCheckpointAfterSigkill) {
   KFORGE_REQUIRE_DB();
   kforge::test::ApiServer server;
   DataDir data;
-  const int total_steps = 150;
+  const int total_steps = 30;
   json request = {{"method", "sft"},
                   {"dataset", write_pairs(data, 48, 6)},
                   {"output_model", "kforge-micro"},
@@ -342,7 +344,8 @@ TEST(TrainingJobs, CancelStopsBetweenSteps) {
   }
   ASSERT_GE(max_metric_step(server.database.url(), job_id), 2);
   auto cancel_sent = std::chrono::steady_clock::now();
-  EXPECT_EQ(server.post("/v1/training-jobs/" + std::to_string(job_id) + "/cancel", "", server.submit).status, 200);
+  EXPECT_EQ(server.post("/v1/training-jobs/" + std::to_string(job_id) + "/cancel", "", server.submit).status, 202)
+      << "a running job is asked to stop";
   json done = wait_finished(server, "/v1/training-jobs/" + std::to_string(job_id), 60s);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancel_sent).count();
   worker.signal(SIGTERM);
