@@ -324,6 +324,70 @@ TEST(TrainingJobs, SftResumesFromCheckpointAfterSigkill) {
   EXPECT_EQ(done["model_id"], models[0]["id"]) << "the final version is the newest";
 }
 
+// GRPO stopped by a worker shutdown (SIGTERM past a short grace) is released, and
+// the next worker resumes it from its newest checkpoint (policy + optimizer + step).
+TEST(TrainingJobs, GrpoReleasedOnShutdownResumesFromCheckpoint) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  DataDir data;
+  std::vector<std::string> short_grace = {"--shutdown-grace-s", "0.2"};
+  // A base version: two SFT steps on synthetic pairs.
+  json sft_request = {{"method", "sft"},
+                      {"dataset", write_pairs(data, 16, 2)},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters", {{"max_steps", 2}, {"batch_size", 4}, {"vocab_size", 300}, {"eval_every", 0},
+                                           {"checkpoint_every", 0}}}};
+  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
+  auto first = start_worker(server.database.url(), data, "training-grpo-worker1", short_grace);
+  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 120s);
+  ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
+
+  const int total_steps = 20;
+  json grpo_request = {{"method", "grpo"},
+                       {"suite", "builtin"},
+                       {"base_model", "kforge-micro@1"},
+                       {"output_model", "kforge-micro-grpo"},
+                       {"hyperparameters",
+                        {{"steps", total_steps}, {"prompts_per_step", 1}, {"group_size", 2}, {"max_new_tokens", 32},
+                         {"limit_ops", 3}, {"time_kernels", 0}, {"check_trials", 1}, {"max_check_elements", 4096},
+                         {"checkpoint_every", 2}}}};
+  auto created = server.post("/v1/training-jobs", grpo_request.dump(), server.submit);
+  ASSERT_EQ(created.status, 202) << created.body;
+  int64_t job_id = body_of(created)["id"];
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  int stopped_at = 0;
+  while (std::chrono::steady_clock::now() < deadline && (stopped_at = max_metric_step(server.database.url(), job_id)) < 3) {
+    std::this_thread::sleep_for(20ms);
+  }
+  first.signal(SIGTERM);
+  ASSERT_TRUE(first.wait_for(60s).has_value()) << "the worker did not stop";
+  ASSERT_GE(stopped_at, 3);
+  json released = body_of(server.get("/v1/training-jobs/" + std::to_string(job_id)));
+  ASSERT_EQ(released.value("status", ""), "queued") << "released for another worker: " << released.dump(2);
+  int steps_before = max_metric_step(server.database.url(), job_id);
+  ASSERT_LT(steps_before, total_steps) << "finished before the shutdown; make the run longer";
+
+  auto second = start_worker(server.database.url(), data, "training-grpo-worker2");
+  json done = wait_finished(server, "/v1/training-jobs/" + std::to_string(job_id), 240s);
+  second.signal(SIGTERM);
+  second.wait_for(30s);
+  ASSERT_EQ(done.value("status", ""), "succeeded") << done.dump(2);
+  int resumed_from = done["result"]["resumed_from"].get<int>();
+  EXPECT_GE(resumed_from, 2);
+  EXPECT_LE(resumed_from, steps_before);
+  EXPECT_EQ(resumed_from % 2, 0);
+  EXPECT_TRUE(has_event(server, job_id, "resumed from checkpoint " + std::to_string(resumed_from)));
+  auto metrics = collect(server, "/v1/training-jobs/" + std::to_string(job_id) + "/metrics");
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(total_steps));
+  for (int step = 1; step <= total_steps; ++step) EXPECT_EQ(metrics[step - 1]["metrics"]["step"], step);
+  // Versions 1..10 of kforge-micro-grpo: one per checkpoint (every 2 steps), each a child of the SFT version.
+  json final_model = body_of(server.get("/v1/models/" + std::to_string(done["model_id"].get<int64_t>())));
+  EXPECT_EQ(final_model["model"], "kforge-micro-grpo@" + std::to_string(total_steps / 2));
+  EXPECT_EQ(final_model["parent_id"], sft["model_id"]);
+}
+
 // Cancel a running SFT job: it stops between steps and is recorded as cancelled.
 TEST(TrainingJobs, CancelStopsBetweenSteps) {
   KFORGE_REQUIRE_DB();
