@@ -167,8 +167,10 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   } else if (base) {
     policy = train::ModelPolicy::from_dir(base->path, load);
   } else {
+    // The BPE sees every pair, as `kforge-train sft` does: the same dataset and seed give
+    // the same model through the API and through the command line.
     std::vector<std::string> corpus;
-    for (const auto& pair : train_set) corpus.push_back(pair.prompt + pair.completion);
+    for (const auto& pair : pairs.examples) corpus.push_back(pair.prompt + pair.completion);
     train::TinyModelOptions tiny{preset_for(args.output_model), args.vocab_size, args.seed, options.device};
     policy = train::bootstrap_tiny_model(corpus, tiny);
   }
