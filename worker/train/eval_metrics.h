@@ -19,6 +19,8 @@ struct EvalSample {
   Outcome outcome = Outcome::format_error;  //!< harness outcome
   double speedup = 0.0;                     //!< eager / kernel time when correct
   bool suspicious = false;                  //!< speedup flagged by the harness
+  std::string message;                      //!< the harness's reason (for sample dumps)
+  std::string text;                         //!< the completion (for sample dumps)
 };
 
 //! All samples drawn for one op.

@@ -32,13 +32,18 @@ EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& ta
     }
   }
   std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, texts, config.check_threads);
+  if (config.timing_checker) {
+    for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx)
+      if (checks[sample_idx].outcome == Outcome::correct)
+        checks[sample_idx] = config.timing_checker->check(*sample_tasks[sample_idx], texts[sample_idx]);
+  }
   std::vector<OpSamples> ops(tasks.size());
   size_t sample_idx = 0;
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
     ops[task_idx].op = tasks[task_idx].id;
     for (; sample_idx < checks.size() && sample_tasks[sample_idx] == &tasks[task_idx]; ++sample_idx)
       ops[task_idx].samples.push_back({checks[sample_idx].outcome, checks[sample_idx].speedup,
-                                       checks[sample_idx].suspicious});
+                                       checks[sample_idx].suspicious, checks[sample_idx].message, texts[sample_idx]});
   }
   EvalSummary summary = summarize_eval(ops, config.k);
   if (raw) *raw = std::move(ops);

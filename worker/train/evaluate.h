@@ -18,6 +18,10 @@ struct EvalConfig {
   int check_threads = 4;    //!< checks at once
   uint64_t seed = 1234;     //!< sampling seed base (op index mixed in)
   SamplingConfig sampling;  //!< temperature etc.
+  //! When set, `checker` only verifies (in parallel, untimed) and every correct sample is
+  //! then re-checked by this timed checker one at a time, after all verification is done,
+  //! so no timed run shares the CPU with another check.
+  Checker* timing_checker = nullptr;
 
   //! Empty when valid, else a message naming the bad field.
   std::string validate() const;

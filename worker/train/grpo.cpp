@@ -3,6 +3,7 @@
 #include "worker/train/grpo.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -107,7 +108,7 @@ GrpoLossResult grpo_loss(const GrpoLossInputs& in, const GrpoLossConfig& config)
   }
   out.loss = (total * mask).sum() / static_cast<double>(normaliser);
 
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor ratio_d = ratio.detach();
   at::Tensor adv_d = adv.detach();
   at::Tensor low = ((ratio_d < 1.0 - config.eps_low) & (adv_d < 0)).to(mask.scalar_type());
@@ -128,7 +129,7 @@ at::Tensor gather_token_logprobs(const at::Tensor& logits, const at::Tensor& tok
 }
 
 at::Tensor token_entropy(const at::Tensor& logits) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor logp = at::log_softmax(logits.detach().to(at::kFloat), -1);
   return -(logp.exp() * logp).sum(-1);
 }

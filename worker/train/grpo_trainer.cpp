@@ -4,6 +4,7 @@
 #include "worker/train/grpo_trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -235,7 +236,7 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
         batch.completions.push_back(completions[kept[idx]].tokens);
         adv.push_back(static_cast<float>(advantages.advantages[kept[idx]]));
       }
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       ScoredCompletions old_scores = impl_->policy.score(batch.prompts, batch.completions);
       // Everything stays on the policy's device; only metrics come back to the host.
       batch.old_logp = old_scores.logprobs.detach().to(at::kFloat);

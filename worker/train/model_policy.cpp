@@ -3,6 +3,7 @@
 #include "worker/train/model_policy.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <sstream>
 #include <stdexcept>
@@ -95,7 +96,7 @@ void ModelPolicy::save(const std::string& dir) const {
 
 void ModelPolicy::load(const std::string& dir) {
   policy::TensorMap loaded = policy::checkpoint_read(dir);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (const auto& [name, tensor] : model_.parameters()) {
     auto found = loaded.find(name);
     if (found == loaded.end()) {

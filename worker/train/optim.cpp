@@ -80,7 +80,7 @@ std::optional<StepInfo> Optimizer::micro_step() {
   info.grad_norm = grad_global_norm(impl_->parameters);
   // Same rule as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when above.
   if (impl_->config.grad_clip > 0 && info.grad_norm > impl_->config.grad_clip) {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     double scale = impl_->config.grad_clip / (info.grad_norm + 1e-6);
     for (auto& param : impl_->parameters)
       if (param.grad().defined()) param.mutable_grad().mul_(scale);

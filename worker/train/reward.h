@@ -30,6 +30,7 @@ struct CheckSummary {
   bool suspicious = false;                  //!< speedup above the harness's sanity bound
   //! For a rule_violation: the harness ran it anyway and the output matched (reward hacking).
   bool output_matched = false;
+  std::string message;  //!< the harness's one-line reason (what failed, or "correct")
 };
 
 //! Per-outcome credit and speed bonus; defaults follow DESIGN.md.

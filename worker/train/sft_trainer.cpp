@@ -4,6 +4,7 @@
 #include "worker/train/sft_trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -145,7 +146,7 @@ struct SftTrainer::Impl {
         prompts.push_back(pairs[idx]->prompt);
         completions.push_back(pairs[idx]->completion);
       }
-      std::optional<at::NoGradGuard> no_grad;
+      std::optional<c10::NoGradGuard> no_grad;
       if (!train_mode) no_grad.emplace();
       ScoredCompletions scores = policy.score(prompts, completions);
       int64_t micro_tokens = scores.mask.sum().item<int64_t>();

@@ -83,6 +83,7 @@ CheckSummary summarize_check(const harness::CheckResult& result) {
   summary.outcome = *outcome;
   summary.speedup = result.speedup;
   summary.suspicious = result.suspicious;
+  summary.message = result.message;
   return summary;
 }
 

@@ -64,8 +64,20 @@ std::vector<SuiteOp> first_n(std::vector<SuiteOp> ops, int limit) {
   return ops;
 }
 
+// "K/N": keep ops K, K+N, K+2N, ... so N processes can build one dataset in parallel.
+std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard) {
+  if (shard.empty()) return ops;
+  int index = -1, count = 0;
+  char extra = 0;
+  if (std::sscanf(shard.c_str(), "%d/%d%c", &index, &count, &extra) != 2 || count < 1 || index < 0 || index >= count)
+    throw std::runtime_error("--shard must be K/N with 0 <= K < N, got '" + shard + "'");
+  std::vector<SuiteOp> kept;
+  for (size_t op_idx = index; op_idx < ops.size(); op_idx += count) kept.push_back(std::move(ops[op_idx]));
+  return kept;
+}
+
 int dataset_command(const kforge::Flags& flags) {
-  auto ops = first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops"));
+  auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops")), flags.get("shard"));
   DatasetOptions options;
   options.max_variants_per_op = flags.get_int("variants");
   options.style = style_of(flags);
@@ -143,8 +155,16 @@ int eval_command(const kforge::Flags& flags) {
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), flags.get_int("limit-ops"));
   auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
-  HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
+  // --serial-timing: verify every sample in parallel untimed, then time the correct ones
+  // one at a time with nothing else running (evaluate.h).
+  kforge::harness::CheckOptions options = check_options(flags);
+  bool serial_timing = flags.get_bool("serial-timing") && options.time;
+  kforge::harness::CheckOptions verify_options = options;
+  if (serial_timing) verify_options.time = false;
+  HarnessChecker checker(verify_options, flags.get_int("max-check-elements"));
+  HarnessChecker timing_checker(options, flags.get_int("max-check-elements"));
   EvalConfig config;
+  if (serial_timing) config.timing_checker = &timing_checker;
   config.samples_per_op = flags.get_int("samples");
   config.k = flags.get_int("k");
   config.check_threads = flags.get_int("check-threads");
@@ -160,6 +180,16 @@ int eval_command(const kforge::Flags& flags) {
   for (const auto& op : raw)
     for (const auto& sample : op.samples) outcomes[outcome_name(sample.outcome)] = outcomes.value(outcome_name(sample.outcome), 0) + 1;
   out["outcomes"] = outcomes;
+  out["serial_timing"] = serial_timing;
+  if (!flags.get("samples-out").empty()) {
+    std::ofstream samples(flags.get("samples-out"));
+    for (const auto& op : raw)
+      for (const auto& sample : op.samples)
+        samples << Json{{"op", op.op}, {"outcome", outcome_name(sample.outcome)}, {"message", sample.message},
+                        {"speedup", sample.speedup}, {"suspicious", sample.suspicious}, {"completion", sample.text}}
+                       .dump()
+                << "\n";
+  }
   if (!flags.get("out").empty()) std::ofstream(flags.get("out")) << out.dump(2) << "\n";
   out.erase("per_op");
   std::cout << out.dump() << "\n";
@@ -232,9 +262,12 @@ int main(int argc, char** argv) {
       {"vocab-size", "", "4096", "sft bootstrap BPE vocabulary"},
       {"device", "KFORGE_TRAIN_DEVICE", "cpu", "cpu or cuda"},
       {"variants", "", "4", "dataset: teacher schedules per op"},
+      {"shard", "", "", "dataset: K/N, only ops K, K+N, ... (run N processes, concatenate)"},
       {"trials", "", "3", "harness correctness trials"},
       {"no-time", "", "false", "skip harness timing (speedup 0)", true},
       {"time-budget-s", "", "0.3", "harness timing budget per side"},
+      {"serial-timing", "", "false", "eval: verify in parallel, then time correct kernels one at a time", true},
+      {"samples-out", "", "", "eval: JSONL of every sample (op, outcome, harness message, completion)"},
       {"max-check-elements", "", "0", "check on main shapes shrunk to this many input elements (0 = full shapes)"},
       {"steps", "", "100", "optimizer steps"},
       {"batch", "", "8", "sft: sequences per step"},

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+# Synthetic training ops: random compositions of the aten ops the teacher compiler
+# lowers (pointwise chains with broadcasting, reductions, row ops, matmul epilogues,
+# transposes), written in the suite's op format so `kforge-train dataset --suite DIR`
+# turns them into verified SFT pairs. Usage:
+#   python3 tools/synth_ops.py --out var/synth --count 600 --seed 0 [--suite suite]
+# Held-out ops never leak: an op whose source matches a held-out op's (names and
+# whitespace ignored) is dropped, and pointwise chains have at least two ops, so a
+# held-out single op such as torch.cos(x) is only ever seen inside other chains.
+import argparse
+import json
+import os
+import random
+import re
+import sys
+
+UNARY = ["relu", "silu", "tanh", "sigmoid", "exp", "abs", "neg", "sin", "cos", "erf", "square", "gelu", "sign",
+         "floor", "ceil", "expm1"]
+POSITIVE_ONLY = ["log", "log1p", "sqrt", "rsqrt", "reciprocal"]  # argument wrapped in abs(.) + 1
+BINARY = ["+", "-", "*", "maximum", "minimum"]
+REDUCTIONS = ["sum", "mean", "amax", "amin", "var", "std", "norm"]
+ROW_OPS = ["softmax", "log_softmax", "logsumexp", "layer_norm", "rms"]
+ACTIVATIONS = ["relu", "gelu", "silu", "sigmoid", "tanh", "none"]
+TOL_POINTWISE = {"atol": 1e-4, "rtol": 1e-4}
+TOL_REDUCE = {"atol": 1e-3, "rtol": 1e-4}
+TOL_MATMUL = {"atol": 1e-3, "rtol": 1e-3}
+
+
+def fmt_scalar(rng):
+    return rng.choice(["0.5", "2.0", "1.5", "0.25", "3.0", "0.1", "1.702", "0.7071"])
+
+
+def unary_expr(rng, name, arg):
+    if name in POSITIVE_ONLY:
+        return f"torch.{name}(torch.abs({arg}) + 1.0)"
+    if name == "square":
+        return f"{arg} * {arg}" if rng.random() < 0.3 else f"torch.square({arg})"
+    return f"torch.{name}({arg})"
+
+
+def pointwise_tree(rng, leaves, depth, ops_used):
+    """A random pointwise expression over the input names in `leaves`."""
+    if depth == 0 or rng.random() < 0.25:
+        if rng.random() < 0.15:
+            return f"({rng.choice(leaves)} * {fmt_scalar(rng)})"
+        return rng.choice(leaves)
+    kind = rng.random()
+    if kind < 0.45:
+        name = rng.choice(UNARY + POSITIVE_ONLY)
+        ops_used.append(name)
+        return unary_expr(rng, name, pointwise_tree(rng, leaves, depth - 1, ops_used))
+    if kind < 0.55:
+        lo = rng.choice(["-1.0", "-0.5", "0.0"])
+        ops_used.append("clamp")
+        return f"torch.clamp({pointwise_tree(rng, leaves, depth - 1, ops_used)}, {lo}, {rng.choice(['0.5', '1.0', '2.0'])})"
+    op = rng.choice(BINARY)
+    ops_used.append(op)
+    a = pointwise_tree(rng, leaves, depth - 1, ops_used)
+    b = pointwise_tree(rng, leaves, depth - 1, ops_used)
+    if op in ("maximum", "minimum"):
+        return f"torch.{op}({a}, {b})"
+    return f"({a} {op} {b})"
+
+
+def shape_2d(rng):
+    return [rng.choice([256, 512, 1024, 2048, 4096]), rng.choice([256, 512, 768, 1024, 2048])]
+
+
+def odd_extras(names_shapes):
+    """Two extra shapes with odd sizes, keeping each input's broadcasting pattern."""
+    extras = []
+    for rows, cols in ((1023, 777), (7, 33)):
+        extra = {}
+        for name, pattern in names_shapes:
+            extra[name] = [{"r": rows, "c": cols, "1": 1}[p] for p in pattern]
+        extras.append(extra)
+    return extras
+
+
+def make_pointwise(rng, index):
+    n_inputs = rng.choice([1, 1, 2, 2, 3])
+    names = ["x", "y", "z"][:n_inputs]
+    patterns = [("x", "rc")] + [(n, rng.choice(["rc", "rc", "c", "r1"])) for n in names[1:]]
+    for _ in range(10):
+        ops = []
+        expr = pointwise_tree(rng, names, rng.choice([2, 3, 3, 4]), ops)
+        if len(ops) >= 2 and all(n in expr for n in names):
+            break
+    else:
+        return None
+    rows, cols = shape_2d(rng)
+    inputs = [{"name": n, "shape": [{"r": rows, "c": cols, "1": 1}[p] for p in pat], "dtype": "float32",
+               "dist": "normal"} for n, pat in patterns]
+    params = ", ".join(f"{n}: Tensor" for n in names)
+    source = f"def forward({params}) -> Tensor:\n    return {expr}\n"
+    return {"name": f"syn_pw_{index}", "level": 2, "category": "elementwise_chain", "split": "train",
+            "source": source, "inputs": inputs, "extra_shapes": odd_extras(patterns), "tolerance": TOL_POINTWISE}
+
+
+def make_reduction(rng, index):
+    red = rng.choice(REDUCTIONS)
+    three_d = rng.random() < 0.25
+    dim = rng.choice([-1, 1] if three_d else [-1, 0])  # 2-D: never 1, an alias of -1 the leak check would miss
+    keep = rng.random() < 0.3
+    prefix_ops = []
+    arg = pointwise_tree(rng, ["x"], rng.choice([0, 1, 2]), prefix_ops) if rng.random() < 0.6 else "x"
+    if red in ("var", "std"):
+        call = f"torch.{red}({arg}, {dim}, keepdim={keep})" if keep else f"torch.{red}({arg}, {dim})"
+    elif red == "norm":
+        call = f"torch.norm({arg}, 2, {dim}, {keep})"
+    else:
+        call = f"torch.{red}({arg}, {dim}, {keep})" if keep else f"torch.{red}({arg}, {dim})"
+    post = rng.random()
+    if post < 0.3:
+        name = rng.choice(["relu", "sigmoid", "tanh", "exp"])
+        call = f"torch.{name}({call})"
+    elif post < 0.45:
+        call = f"{call} * {fmt_scalar(rng)}"
+    if three_d:
+        shape = [rng.choice([8, 16, 32]), rng.choice([128, 256, 512]), rng.choice([128, 256, 512])]
+        extras = [{"x": [3, 129, 77]}, {"x": [2, 5, 33]}]
+    else:
+        shape = shape_2d(rng)
+        extras = [{"x": [1023, 777]}, {"x": [7, 33]}]
+    source = f"def forward(x: Tensor) -> Tensor:\n    return {call}\n"
+    category = "reduction_fusion" if prefix_ops or post < 0.45 else "reduction"
+    return {"name": f"syn_red_{index}", "level": 2 if category == "reduction_fusion" else 1, "category": category,
+            "split": "train", "source": source,
+            "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "dist": "normal"}],
+            "extra_shapes": extras, "tolerance": TOL_REDUCE}
+
+
+def make_row(rng, index):
+    op = rng.choice(ROW_OPS)
+    pre_ops = []
+    arg = pointwise_tree(rng, ["x"], 1, pre_ops) if rng.random() < 0.4 else "x"
+    if rng.random() < 0.3:
+        arg = f"{arg} * {fmt_scalar(rng)}"
+    inputs = [{"name": "x", "shape": shape_2d(rng), "dtype": "float32", "dist": "normal"}]
+    extras = [{"x": [1023, 777]}, {"x": [7, 33]}]
+    params = "x: Tensor"
+    if op in ("softmax", "log_softmax"):
+        body = f"torch.{op}({arg}, -1)"
+    elif op == "logsumexp":
+        body = f"torch.logsumexp({arg}, -1)"
+    elif op == "layer_norm":
+        cols = inputs[0]["shape"][1]
+        if rng.random() < 0.5:
+            params += ", w: Tensor, b: Tensor"
+            inputs += [{"name": "w", "shape": [cols], "dtype": "float32", "dist": {"uniform": [0.5, 1.5]}},
+                       {"name": "b", "shape": [cols], "dtype": "float32", "dist": {"uniform": [-0.1, 0.1]}}]
+            extras = [{"x": [1023, 777], "w": [777], "b": [777]}, {"x": [7, 33], "w": [33], "b": [33]}]
+            body = f"torch.layer_norm({arg}, [x.size(-1)], w, b, 1e-5)"
+        else:
+            body = f"torch.layer_norm({arg}, [x.size(-1)])"
+    else:
+        body = f"{arg} * torch.rsqrt(torch.mean({arg} * {arg}, -1, True) + 1e-6)"
+    act = rng.choice(ACTIVATIONS)
+    if act != "none" and op != "logsumexp":
+        body = f"torch.{act}({body})"
+    source = f"def forward({params}) -> Tensor:\n    return {body}\n"
+    return {"name": f"syn_row_{index}", "level": 2, "category": "norm_fusion", "split": "train", "source": source,
+            "inputs": inputs, "extra_shapes": extras, "tolerance": TOL_REDUCE}
+
+
+def make_matmul(rng, index):
+    m, k, n = rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024])
+    form = rng.choice(["linear", "linear_nobias", "mm", "matmul_bias", "bmm"])
+    w_dist = {"uniform": [-0.03, 0.03]}
+    if form == "bmm":
+        bat = rng.choice([4, 8, 16])
+        inputs = [{"name": "a", "shape": [bat, m // 4, k // 4], "dtype": "float32", "dist": "normal"},
+                  {"name": "b", "shape": [bat, k // 4, n // 4], "dtype": "float32", "dist": "normal"}]
+        extras = [{"a": [3, 65, 33], "b": [3, 33, 17]}, {"a": [2, 5, 3], "b": [2, 3, 7]}]
+        params, body = "a: Tensor, b: Tensor", "torch.bmm(a, b)"
+    elif form in ("linear", "linear_nobias"):
+        inputs = [{"name": "x", "shape": [m, k], "dtype": "float32", "dist": "normal"},
+                  {"name": "w", "shape": [n, k], "dtype": "float32", "dist": w_dist}]
+        if form == "linear":
+            inputs.append({"name": "b", "shape": [n], "dtype": "float32", "dist": w_dist})
+            extras = [{"x": [127, 65], "w": [33, 65], "b": [33]}, {"x": [5, 3], "w": [7, 3], "b": [7]}]
+            params, body = "x: Tensor, w: Tensor, b: Tensor", "torch.linear(x, w, b)"
+        else:
+            extras = [{"x": [127, 65], "w": [33, 65]}, {"x": [5, 3], "w": [7, 3]}]
+            params, body = "x: Tensor, w: Tensor", "torch.linear(x, w)"
+    else:
+        inputs = [{"name": "a", "shape": [m, k], "dtype": "float32", "dist": "normal"},
+                  {"name": "b", "shape": [k, n], "dtype": "float32", "dist": w_dist}]
+        extras = [{"a": [127, 65], "b": [65, 33]}, {"a": [5, 3], "b": [3, 7]}]
+        params, body = "a: Tensor, b: Tensor", "torch.mm(a, b)" if form == "mm" else "torch.matmul(a, b)"
+        if form == "matmul_bias":
+            inputs.append({"name": "bias", "shape": [n], "dtype": "float32", "dist": w_dist})
+            extras[0]["bias"], extras[1]["bias"] = [33], [7]
+            params += ", bias: Tensor"
+            body = f"{body} + bias"
+    epilogue = rng.random()
+    if epilogue < 0.5:
+        act = rng.choice(["relu", "gelu", "silu", "sigmoid", "tanh"])
+        body = f"torch.{act}({body})"
+    if rng.random() < 0.3:
+        body = f"{body} * {fmt_scalar(rng)}"
+    category = "matmul_epilogue" if body.count("(") > 1 or "*" in body or "+" in body else "matmul"
+    source = f"def forward({params}) -> Tensor:\n    return {body}\n"
+    return {"name": f"syn_mm_{index}", "level": 2, "category": category, "split": "train", "source": source,
+            "inputs": inputs, "extra_shapes": extras, "tolerance": TOL_MATMUL}
+
+
+def make_movement(rng, index):
+    if rng.random() < 0.5:
+        body = rng.choice(["x.t().contiguous()", "torch.transpose(x, 0, 1).contiguous()"])
+        shape, extras = shape_2d(rng), [{"x": [1023, 777]}, {"x": [7, 33]}]
+    else:
+        perm = rng.choice([[0, 2, 1], [1, 0, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]])
+        body = f"x.permute({perm[0]}, {perm[1]}, {perm[2]}).contiguous()"
+        shape = [rng.choice([16, 32, 64]), rng.choice([128, 256]), rng.choice([128, 256])]
+        extras = [{"x": [3, 65, 33]}, {"x": [2, 5, 7]}]
+    if rng.random() < 0.5:
+        ops = []
+        body = pointwise_tree(rng, [body], 1, ops)
+    source = f"def forward(x: Tensor) -> Tensor:\n    return {body}\n"
+    return {"name": f"syn_mv_{index}", "level": 1, "category": "movement", "split": "train", "source": source,
+            "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "dist": "normal"}],
+            "extra_shapes": extras, "tolerance": {"atol": 1e-5, "rtol": 1e-5}}
+
+
+MAKERS = [(make_pointwise, 0.45), (make_reduction, 0.2), (make_row, 0.12), (make_matmul, 0.13), (make_movement, 0.1)]
+
+
+def describe(source):
+    """A name like the suite's ("tanh_mul_exp", "linear_gelu"): the first three distinct
+    operations of the body in reading order. The model copies the op name into its kernel
+    names, so the names it trains on look like the names it will be asked for."""
+    body = source.partition("\n")[2]
+    words = []
+    for match in re.finditer(r"torch\.(\w+)|\.(t|permute|transpose)\(|\s([-+*/])\s", body):
+        word = match.group(1) or match.group(2) or {"+": "add", "-": "sub", "*": "mul", "/": "div"}[match.group(3)]
+        word = {"t": "transpose", "layer_norm": "layer_norm"}.get(word, word)
+        if word not in words:
+            words.append(word)
+    return "_".join(words[:3]) or "op"
+
+
+def canonical(source):
+    """Source with whitespace and parameter names abstracted, for the leak check."""
+    header, _, body = source.partition("\n")
+    names = re.findall(r"(\w+): Tensor", header)
+    for position, name in enumerate(names):
+        body = re.sub(rf"\b{name}\b", f"in{position}", body)
+    return re.sub(r"\s+", "", body)
+
+
+def heldout_sources(suite_dir):
+    return suite_sources(suite_dir, "heldout")
+
+
+def suite_names(suite_dir):
+    names = set()
+    for level in os.listdir(suite_dir):
+        folder = os.path.join(suite_dir, level)
+        if level.startswith("level") and os.path.isdir(folder):
+            names |= {file[:-5] for file in os.listdir(folder) if file.endswith(".json")}
+    return names
+
+
+def suite_sources(suite_dir, split=None):
+    """Canonical sources of every op under suite_dir/level*/ (only `split` when given)."""
+    sources = set()
+    for level in sorted(os.listdir(suite_dir)):
+        folder = os.path.join(suite_dir, level)
+        if not (level.startswith("level") and os.path.isdir(folder)):
+            continue
+        for file in os.listdir(folder):
+            if file.endswith(".json"):
+                op = json.load(open(os.path.join(folder, file)))
+                if split is None or op.get("split") == split:
+                    sources.add(canonical(op["source"]))
+    return sources
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True, help="output suite directory (ops go to OUT/level9)")
+    parser.add_argument("--count", type=int, default=600)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--exclude", action="append", default=[],
+                        help="another synthetic suite directory whose sources must not be repeated (repeatable)")
+    parser.add_argument("--prefix", default="", help="op name prefix (default none: descriptive names)")
+    parser.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "suite"),
+                        help="the real suite, whose held-out sources must not be generated")
+    args = parser.parse_args()
+    if args.count <= 0:
+        sys.exit("synth_ops: --count must be positive")
+    rng = random.Random(args.seed)
+    forbidden = heldout_sources(args.suite)
+    if not forbidden:
+        sys.exit(f"synth_ops: no held-out ops found under {args.suite} (is --suite the op suite?)")
+    excluded, taken = set(), suite_names(args.suite)  # real suite names are never reused
+    for other in args.exclude:
+        excluded |= suite_sources(other)
+        taken |= suite_names(other)
+    folder = os.path.join(args.out, "level9")
+    os.makedirs(folder, exist_ok=True)
+    seen, written, leaked = set(), 0, 0
+    makers, weights = zip(*MAKERS)
+    attempts = 0
+    while written < args.count and attempts < args.count * 20:
+        attempts += 1
+        op = rng.choices(makers, weights)[0](rng, written)
+        if op is None:
+            continue
+        key = canonical(op["source"])
+        if key in forbidden:
+            leaked += 1
+            continue
+        if key in seen or key in excluded:
+            continue
+        base = describe(op["source"]) if args.prefix == "" else f"{args.prefix}_{describe(op['source'])}"
+        name, serial = base, 2
+        while name in taken:
+            name, serial = f"{base}_{serial}", serial + 1
+        taken.add(name)
+        op["name"] = name
+        seen.add(key)
+        with open(os.path.join(folder, op["name"] + ".json"), "w") as f:
+            json.dump(op, f, indent=2)
+            f.write("\n")
+        written += 1
+    print(json.dumps({"out": folder, "ops": written, "dropped_as_heldout": leaked, "seed": args.seed}))
+
+
+if __name__ == "__main__":
+    main()
