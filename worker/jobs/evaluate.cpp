@@ -48,8 +48,15 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   } catch (const std::exception& e) {
     throw std::invalid_argument("model: cannot load " + args.model + ": " + e.what());
   }
-  train::HarnessChecker checker(job_check_options(args.check, 1.0), args.check.max_check_elements);
+  // Verify every sample in parallel untimed, then time the correct ones one at a time
+  // (EvalConfig::timing_checker), so no timed run shares the CPU with another check.
+  harness::CheckOptions timed_options = job_check_options(args.check, 1.0);
+  harness::CheckOptions verify_options = timed_options;
+  verify_options.time = false;
+  train::HarnessChecker checker(verify_options, args.check.max_check_elements);
+  train::HarnessChecker timing_checker(timed_options, args.check.max_check_elements);
   train::EvalConfig config;
+  if (args.check.time_kernels) config.timing_checker = &timing_checker;
   config.samples_per_op = args.samples;
   config.k = args.k;
   config.check_threads = args.check.threads;
@@ -83,11 +90,15 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   metrics.erase("per_op");
   for (size_t op_idx = 0; op_idx < all.size() && op_idx < tasks_json.size(); ++op_idx) {
     json op_outcomes = json::object();
+    std::string first_failure;
     for (const auto& sample : all[op_idx].samples) {
       std::string name = train::outcome_name(sample.outcome);
       op_outcomes[name] = op_outcomes.value(name, 0) + 1;
+      if (first_failure.empty() && sample.outcome != train::Outcome::correct) first_failure = name + ": " + sample.message;
     }
     tasks_json[op_idx]["outcomes"] = op_outcomes;
+    // Why the op's samples fail, for a person reading the table (harness one-liner, cut short).
+    tasks_json[op_idx]["first_failure"] = first_failure.empty() ? json(nullptr) : json(first_failure.substr(0, 300));
   }
   metrics["outcomes"] = outcomes;
   metrics["samples_per_op"] = args.samples;

@@ -247,6 +247,9 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
   EXPECT_EQ(outcome_total, 4) << "2 ops x 2 samples, each with an outcome";
   ASSERT_EQ(evaluation["tasks"].size(), 2u);
   EXPECT_EQ(evaluation["tasks"][0]["samples"], 2);
+  if (evaluation["tasks"][0]["correct"] != 2) {
+    EXPECT_TRUE(evaluation["tasks"][0]["first_failure"].is_string()) << "a failing op says why: " << evaluation["tasks"].dump();
+  }
   EXPECT_FALSE(evaluation["device"].get<std::string>().empty());
 
   // The model leaderboard shows it, through the API and the CLI.
