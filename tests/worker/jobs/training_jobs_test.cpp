@@ -265,6 +265,67 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
   EXPECT_NE(cli_out.find("heldout"), std::string::npos) << cli_out;
 }
 
+// SFT that can learn: one train-split op's teacher kernel, memorised by kforge-micro.
+// The evaluation then finds the model's own kernels correct (fast_0 = 1, timed), the
+// model leaderboard shows it, and a generation with that model samples the kernel
+// from the policy (not the teacher) and returns it as the best candidate.
+TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  DataDir data;
+  auto worker = start_worker(server.database.url(), data, "training-learn-worker");
+  json sft_request = {{"method", "sft"},
+                      {"suite", "builtin"},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters",
+                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
+                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
+                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
+  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
+  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+  ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
+  EXPECT_LT(sft["result"]["final_loss"].get<double>(), 0.2) << "one pair, 120 steps: memorised";
+
+  // The op it learned is the first of the train split; evaluate on that split, near-greedy.
+  json eval_request = {{"model", sft["result"]["model"]},
+                       {"suite", "builtin:train"},
+                       {"settings",
+                        {{"samples", 2}, {"limit_ops", 1}, {"temperature", 0.01}, {"max_new_tokens", 400},
+                         {"check_trials", 1}, {"max_check_elements", 4096}, {"time_kernels", 1}}}};
+  auto eval_created = server.post("/v1/evaluations", eval_request.dump(), server.submit);
+  ASSERT_EQ(eval_created.status, 202) << eval_created.body;
+  json evaluation = wait_finished(server, "/v1/evaluations/" + std::to_string(body_of(eval_created)["id"].get<int64_t>()), 300s);
+  ASSERT_EQ(evaluation.value("status", ""), "succeeded") << evaluation.dump(2);
+  const json& em = evaluation["metrics"];
+  EXPECT_DOUBLE_EQ(em["compile_rate"].get<double>(), 1.0) << evaluation["tasks"].dump();
+  EXPECT_DOUBLE_EQ(em["fast_0"].get<double>(), 1.0) << evaluation["tasks"].dump();
+  EXPECT_EQ(em["ops_with_correct"], 1);
+  EXPECT_GT(evaluation["tasks"][0]["best_speedup"].get<double>(), 0.0) << "correct samples are timed";
+  EXPECT_GT(em["geomean_speedup"].get<double>(), 0.0);
+  auto board = collect(server, "/v1/leaderboard/models");
+  ASSERT_EQ(board.size(), 1u);
+  EXPECT_EQ(board[0]["suite"], "builtin:train");
+  EXPECT_DOUBLE_EQ(board[0]["metrics"]["fast_0"].get<double>(), 1.0);
+
+  // A generation of that op with the trained model: candidates come from the policy.
+  json op = json::parse(std::ifstream(kforge::test::source_path("suite/level1/abs.json")));
+  for (const char* suite_field : {"split", "level", "category"}) op.erase(suite_field);
+  json generation_request = {{"op", op}, {"samples", 3}, {"model", "kforge-micro"}, {"time_budget_s", 300}};
+  auto generation_created = server.post("/v1/generations", generation_request.dump(), server.submit);
+  ASSERT_EQ(generation_created.status, 202) << generation_created.body;
+  json generation =
+      wait_finished(server, "/v1/generations/" + std::to_string(body_of(generation_created)["id"].get<int64_t>()), 300s);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_EQ(generation.value("status", ""), "succeeded") << generation.dump(2);
+  EXPECT_EQ(generation["result"]["generator"], "policy") << generation.dump(2);
+  ASSERT_TRUE(generation["best"].is_object()) << "the trained model's kernel is correct: " << generation.dump(2);
+  EXPECT_EQ(generation["best"]["outcome"], "correct");
+  EXPECT_EQ(generation["model_id"], sft["model_id"]);
+}
+
 // A worker SIGKILLed mid-SFT: the lease lapses, the job is rescued, a second worker
 // resumes from the newest checkpoint and finishes; every step has its metrics row.
 TEST(TrainingJobs, SftResumesFromCheckpointAfterSigkill) {
