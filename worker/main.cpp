@@ -18,6 +18,7 @@
 #include "worker/worker_flags.h"
 #ifdef KFORGE_WITH_GENERATE
 #include "worker/jobs/generate.h"
+#include "worker/jobs/training_jobs.h"
 #endif
 #endif
 
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
   kforge::worker::HandlerRegistry registry = kforge::worker::default_registry();
 #ifdef KFORGE_WITH_GENERATE
   kforge::jobs::register_generate_job(registry, options.database_url);
+  kforge::jobs::register_training_jobs(registry, kforge::jobs::TrainingJobOptions::from_env(options.database_url));
 #endif
   return kforge::worker::run_worker(options, registry, g_stop);
 #else

@@ -29,7 +29,14 @@ const std::vector<HyperSpec>& hyper_specs(const std::string& method) {
       {"epochs", 3, 1, 1000, true},          {"learning_rate", 3e-4, 1e-8, 1, false},
       {"batch_size", 16, 1, 4096, true},     {"max_seq_len", 2048, 16, 131072, true},
       {"warmup_steps", 10, 0, 1e6, true},    {"weight_decay", 0.0, 0, 1, false},
-      {"grad_clip", 1.0, 0, 1000, false},    {"seed", 0, 0, 2147483647, true}};
+      {"grad_clip", 1.0, 0, 1000, false},    {"seed", 0, 0, 2147483647, true},
+      // Run length and bookkeeping (max_steps 0 = from epochs; checkpoint_every 0 = only at the end).
+      {"max_steps", 0, 0, 1e6, true},        {"micro_batch", 4, 1, 4096, true},
+      {"eval_every", 25, 0, 1e6, true},      {"checkpoint_every", 50, 0, 1e6, true},
+      {"vocab_size", 4096, 260, 262144, true},
+      // Building the dataset from a suite's train split with the teacher compiler (limit_ops 0 = all).
+      {"limit_ops", 0, 0, 100000, true},     {"variants_per_op", 4, 1, 64, true},
+      {"max_check_elements", 65536, 0, 1e9, true}, {"check_trials", 2, 1, 20, true}};
   static const std::vector<HyperSpec> grpo = {
       {"steps", 200, 1, 1e6, true},               {"learning_rate", 1e-5, 1e-9, 1, false},
       {"prompts_per_step", 4, 1, 1024, true},     {"group_size", 8, 2, 256, true},
@@ -37,7 +44,11 @@ const std::vector<HyperSpec>& hyper_specs(const std::string& method) {
       {"kl_coef", 0.0, 0, 10, false},             {"temperature", 1.0, 0.01, 5, false},
       {"top_p", 1.0, 0.01, 1, false},             {"max_new_tokens", 1024, 1, 65536, true},
       {"speed_weight", 0.5, 0, 10, false},        {"speed_cap", 3.0, 1, 1000, false},
-      {"grad_clip", 1.0, 0, 1000, false},         {"seed", 0, 0, 2147483647, true}};
+      {"grad_clip", 1.0, 0, 1000, false},         {"seed", 0, 0, 2147483647, true},
+      {"warmup_steps", 0, 0, 1e6, true},          {"micro_batch", 4, 1, 4096, true},
+      {"checkpoint_every", 50, 0, 1e6, true},     {"limit_ops", 0, 0, 100000, true},
+      {"max_check_elements", 65536, 0, 1e9, true}, {"check_trials", 2, 1, 20, true},
+      {"check_threads", 2, 1, 64, true},          {"time_kernels", 1, 0, 1, true}};
   return method == "grpo" ? grpo : sft;
 }
 
@@ -114,7 +125,9 @@ HttpResponse create_training(ApiContext& ctx, HttpRequest& req) {
     db::JobInsert insert;
     insert.kind = method == "sft" ? "train_sft" : "train_grpo";
     insert.priority = static_cast<int>(priority);
-    insert.max_attempts = 1;  // a failed training run is not silently restarted
+    // A run whose worker died is rescued and resumes from its newest checkpoint; the
+    // runner fails bad payloads without retry, so only real crashes use these attempts.
+    insert.max_attempts = 3;
     insert.args_json = args.dump();
     return enqueue_job(conn, req, principal, insert, "/v1/training-jobs", render_training);
   });

@@ -1,0 +1,142 @@
+// Checkpoint -> model version registration behind worker/jobs/model_store.h.
+// Version numbers are per name: the next one is taken optimistically and a unique
+// violation (another job registered the same version meanwhile) retries with the next.
+#include "worker/jobs/model_store.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge::jobs {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Files a model version needs to load (policy::Model + tokenizer); optimizer state
+// and trainer bookkeeping stay with the checkpoint.
+bool is_model_file(const std::string& name) {
+  if (name == "config.json" || name == "generation_config.json" || name == "tokenizer.json" ||
+      name == "tokenizer_config.json" || name == "special_tokens_map.json" || name == "model.safetensors.index.json") {
+    return true;
+  }
+  return name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0;
+}
+
+// The id written next to dest_dir once registered ("<dest_dir>.model_id").
+fs::path marker_of(const std::string& dest_dir) {
+  fs::path marker = fs::path(dest_dir);
+  marker += ".model_id";
+  return marker;
+}
+
+}  // namespace
+
+std::string file_sha256_hex(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestInit_ex failed");
+  }
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    if (in.gcount() > 0 && EVP_DigestUpdate(md.get(), block.data(), static_cast<size_t>(in.gcount())) != 1) {
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestUpdate failed");
+    }
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(md.get(), digest, &size) != 1) {
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestFinal_ex failed");
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int byte_idx = 0; byte_idx < size; ++byte_idx) {
+    hex += digits[digest[byte_idx] >> 4];
+    hex += digits[digest[byte_idx] & 0xf];
+  }
+  return hex;
+}
+
+db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVersionSpec& spec) {
+  fs::path marker = marker_of(spec.dest_dir);
+  if (fs::exists(marker)) {
+    int64_t model_id = 0;
+    std::ifstream(marker) >> model_id;
+    if (auto existing = db::model_get(conn, model_id)) return *existing;
+  }
+  if (!fs::exists(fs::path(spec.checkpoint_dir) / "config.json")) {
+    throw std::runtime_error("checkpoint " + spec.checkpoint_dir + " has no config.json");
+  }
+  // Copy to a .tmp sibling and rename, so dest_dir is either complete or absent.
+  fs::path dest(spec.dest_dir);
+  fs::path tmp = dest;
+  tmp += ".tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  std::vector<fs::path> sources;
+  for (const auto& entry : fs::directory_iterator(spec.checkpoint_dir)) {
+    if (entry.is_regular_file() && is_model_file(entry.path().filename().string())) sources.push_back(entry.path());
+  }
+  std::sort(sources.begin(), sources.end());
+  json files = json::array();
+  for (const auto& source : sources) {
+    fs::copy_file(source, tmp / source.filename(), fs::copy_options::overwrite_existing);
+    files.push_back({{"name", source.filename().string()},
+                     {"size", fs::file_size(source)},
+                     {"sha256", file_sha256_hex(source.string())}});
+  }
+  fs::remove_all(dest);
+  fs::rename(tmp, dest);
+
+  db::ModelRecord record;
+  record.name = spec.name;
+  record.parent_id = spec.parent_id;
+  record.state = "ready";
+  record.path = fs::absolute(dest).string();
+  record.files_json = files.dump();
+  record.metrics_json = spec.metrics_json;
+  record.training_job_id = spec.training_job_id;
+  try {
+    record.config_json = json::parse(std::ifstream(dest / "config.json")).dump();
+  } catch (const json::exception&) {
+    record.config_json = "{}";
+  }
+  for (int attempt = 0;; ++attempt) {
+    auto latest = db::model_find(conn, spec.name, 0);
+    record.version = latest ? latest->version + 1 : 1;
+    try {
+      record = db::model_insert(conn, record);
+      break;
+    } catch (const pqxx::unique_violation&) {
+      if (attempt >= 20) throw;
+    }
+  }
+  std::ofstream(marker) << record.id << "\n";
+  return record;
+}
+
+std::string model_weights_dir(const db::ModelRecord& model, const std::string& field) {
+  std::string label = model.name + "@" + std::to_string(model.version);
+  if (model.state != "ready") {
+    throw std::invalid_argument(field + ": model " + label + " is " + model.state + ", not ready");
+  }
+  if (model.path.empty()) throw std::invalid_argument(field + ": model " + label + " has no directory");
+  std::error_code ec;
+  if (!fs::exists(fs::path(model.path) / "config.json", ec)) {
+    throw std::invalid_argument(field + ": model " + label + " has no weights on this worker (no config.json in " +
+                                model.path + ")");
+  }
+  return model.path;
+}
+
+}  // namespace kforge::jobs

@@ -1,0 +1,217 @@
+// The `train_grpo` job runner (training_jobs.h): GRPO from a parent model version on
+// the suite's train split, every sample checked by the harness (HarnessChecker), per-step
+// GrpoStepMetrics in training_metrics, checkpoints (policy + optimizer + step) registered
+// as model versions, and resume from the newest one. Test: ctest -R jobs_training_test.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "db/connection.h"
+#include "db/models.h"
+#include "worker/jobs/model_store.h"
+#include "worker/jobs/training_support.h"
+#include "worker/train/grpo_trainer.h"
+#include "worker/train/model_policy.h"
+#include "worker/train/sft_trainer.h"
+
+namespace kforge::jobs {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Same layout as the SFT trainer's, so train::latest_checkpoint finds it:
+// checkpoint-<step>/{policy files, optimizer.pt, trainer_state.json}, written to .tmp and renamed.
+std::string write_checkpoint(const std::string& out_dir, int step, const train::ModelPolicy& policy,
+                             train::GrpoTrainer& trainer) {
+  fs::path final_dir = fs::path(out_dir) / ("checkpoint-" + std::to_string(step));
+  fs::path tmp_dir = final_dir;
+  tmp_dir += ".tmp";
+  fs::remove_all(tmp_dir);
+  fs::create_directories(tmp_dir);
+  policy.save(tmp_dir.string());
+  trainer.optimizer().save((tmp_dir / "optimizer.pt").string());
+  std::ofstream((tmp_dir / "trainer_state.json").string()) << json{{"step", step}, {"method", "grpo"}}.dump() << "\n";
+  fs::remove_all(final_dir);
+  fs::rename(tmp_dir, final_dir);
+  // Keep the newest two; registered versions live in their own copies.
+  std::vector<std::pair<long, fs::path>> found;
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint-", 0) != 0) continue;
+    char* end = nullptr;
+    long found_step = std::strtol(name.c_str() + 11, &end, 10);
+    if (*end == '\0') found.emplace_back(found_step, entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (size_t idx = 0; idx + 2 < found.size(); ++idx) fs::remove_all(found[idx].second);
+  return final_dir.string();
+}
+
+int checkpoint_step(const std::string& dir) {
+  std::ifstream in((fs::path(dir) / "trainer_state.json").string());
+  return json::parse(in).at("step").get<int>();
+}
+
+json step_summary(const train::GrpoStepMetrics& m) {
+  return {{"reward_mean", m.reward_mean},
+          {"correct_rate", m.correct_rate},
+          {"rule_violation_rate", m.rule_violation_rate},
+          {"hacking_rate", m.hacking_rate},
+          {"suspicious_rate", m.suspicious_rate}};
+}
+
+worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& options) {
+  GrpoJobArgs args = parse_grpo_job_args(ctx.args_json());  // invalid_argument: no retry (caller)
+  const int64_t job_id = ctx.job().id;
+  auto conn = db::connect(options.database_url);
+  JobEvents events(*conn, job_id);
+
+  auto base = db::model_get(*conn, args.base_model_id);
+  if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(args.base_model_id) + " does not exist");
+  std::string base_dir = model_weights_dir(*base, "base_model");
+  SuiteRef suite = resolve_training_suite(args.suite, options.suite_dir);
+  auto ops = load_suite_ops(suite, args.check.limit_ops);
+  std::vector<train::Task> tasks = suite_tasks(ops, train::PromptStyle::kforge_tiny);
+
+  std::string work_dir = job_work_dir(options, job_id);
+  std::string out_dir = (fs::path(work_dir) / "checkpoints").string();
+  fs::create_directories(out_dir);
+  std::string resume_dir = train::latest_checkpoint(out_dir);
+  int resumed = resume_dir.empty() ? 0 : checkpoint_step(resume_dir);
+
+  policy::LoadOptions load{options.device, "float32"};
+  std::unique_ptr<train::ModelPolicy> policy, reference;
+  try {
+    if (resume_dir.empty()) policy = train::ModelPolicy::from_dir(base_dir, load);
+    if (args.kl_coef > 0) reference = train::ModelPolicy::from_dir(base_dir, load, /*trainable=*/false);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("base_model: cannot load " + base->name + "@" + std::to_string(base->version) + ": " +
+                                e.what());
+  }
+  if (!resume_dir.empty()) policy = train::ModelPolicy::from_dir(resume_dir, load);
+
+  train::GrpoConfig config;
+  config.group_size = args.group_size;
+  config.tasks_per_step = args.prompts_per_step;
+  config.steps = args.steps;
+  config.micro_batch = args.micro_batch;
+  config.check_threads = args.check.threads;
+  // The trainer mixes its own 1-based step count into the sampling seed; shifting the
+  // base by the resumed steps gives step s the seeds of an uninterrupted run.
+  config.seed = args.seed + 1000003ull * static_cast<uint64_t>(resumed);
+  config.sampling.temperature = args.temperature;
+  config.sampling.top_p = args.top_p;
+  config.sampling.max_new_tokens = args.max_new_tokens;
+  config.sampling.stop = train::prompt_stop_strings(train::PromptStyle::kforge_tiny);
+  config.reward.speed_weight = args.speed_weight;
+  config.reward.speed_cap = args.speed_cap;
+  config.loss.eps_low = args.eps_low;
+  config.loss.eps_high = args.eps_high;
+  config.loss.kl_beta = args.kl_coef;
+  config.optim.lr = args.learning_rate;
+  config.optim.warmup_steps = args.warmup_steps;
+  config.optim.total_steps = args.steps;
+  config.optim.weight_decay = 0.0;
+  config.optim.grad_clip = args.grad_clip;
+  train::HarnessChecker checker(job_check_options(args.check, 0.3), args.check.max_check_elements);
+  std::unique_ptr<train::GrpoTrainer> trainer;
+  try {
+    trainer = std::make_unique<train::GrpoTrainer>(*policy, reference.get(), checker, config);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("hyperparameters: ") + e.what());
+  }
+  if (!resume_dir.empty()) trainer->optimizer().load((fs::path(resume_dir) / "optimizer.pt").string());
+
+  std::string models_dir = job_models_dir(options, job_id);
+  fs::create_directories(models_dir);
+  std::vector<int64_t> registered;
+  auto register_checkpoint = [&](const std::string& checkpoint, int step, const json& metrics) {
+    ModelVersionSpec spec;
+    spec.name = args.output_model;
+    spec.parent_id = args.base_model_id;
+    spec.training_job_id = job_id;
+    spec.checkpoint_dir = checkpoint;
+    spec.dest_dir = (fs::path(models_dir) / ("step-" + std::to_string(step))).string();
+    spec.metrics_json = metrics.dump();
+    db::ModelRecord model = model_register_checkpoint(*conn, spec);
+    if (registered.empty() || registered.back() != model.id) registered.push_back(model.id);
+    events.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
+                json{{"step", step}, {"model_id", model.id}, {"path", model.path}}.dump());
+    return model;
+  };
+  if (resumed > 0) {
+    events.info("resumed from checkpoint " + std::to_string(resumed),
+                json{{"attempt", ctx.attempt()}, {"step", resumed}, {"checkpoint", resume_dir}}.dump());
+    register_checkpoint(resume_dir, resumed, json{{"method", "grpo"}, {"step", resumed}});
+  } else {
+    events.info("started", json{{"attempt", ctx.attempt()}, {"tasks", tasks.size()}, {"steps", args.steps},
+                                {"base_model_id", args.base_model_id}}.dump());
+  }
+
+  // Tasks rotate through a seeded shuffle of the split, as kforge-train grpo does;
+  // step s always gets the same batch, resumed or not.
+  std::vector<size_t> order(tasks.size());
+  for (size_t task_idx = 0; task_idx < order.size(); ++task_idx) order[task_idx] = task_idx;
+  std::mt19937_64 rng(args.seed);
+  std::shuffle(order.begin(), order.end(), rng);
+
+  train::GrpoStepMetrics last;
+  for (int step = resumed + 1; step <= args.steps; ++step) {
+    if (ctx.cancelled()) {
+      events.warn("stopped before step " + std::to_string(step) + "; the newest checkpoint is kept for a resume");
+      return worker::JobOutcome::fail("stopped before step " + std::to_string(step));
+    }
+    std::vector<train::Task> batch;
+    size_t cursor = static_cast<size_t>(step - 1) * args.prompts_per_step;
+    for (int task_idx = 0; task_idx < args.prompts_per_step; ++task_idx) {
+      batch.push_back(tasks[order[(cursor + task_idx) % order.size()]]);
+    }
+    last = trainer->step(batch);
+    last.step = step;
+    db::training_metric_insert(*conn, job_id, step, last.to_json());
+    json progress = step_summary(last);
+    progress["phase"] = "training";
+    progress["step"] = step;
+    progress["total_steps"] = args.steps;
+    progress["resumed_from"] = resumed;
+    ctx.report_progress(progress.dump());
+    bool due = step == args.steps || (args.checkpoint_every > 0 && step % args.checkpoint_every == 0);
+    if (due) {
+      json metrics = step_summary(last);
+      metrics["method"] = "grpo";
+      metrics["step"] = step;
+      register_checkpoint(write_checkpoint(out_dir, step, *policy, *trainer), step, metrics);
+    }
+  }
+
+  std::string final_dir = train::latest_checkpoint(out_dir);
+  if (final_dir.empty()) throw std::runtime_error("grpo: no checkpoint was written");
+  db::ModelRecord final_model = register_checkpoint(final_dir, checkpoint_step(final_dir), json{{"method", "grpo"}});
+  events.info("finished", json{{"model_id", final_model.id}, {"steps", args.steps}}.dump());
+  json out = {{"model_id", final_model.id},
+              {"model", final_model.name + "@" + std::to_string(final_model.version)},
+              {"model_path", final_model.path},
+              {"steps", args.steps},
+              {"resumed_from", resumed},
+              {"base_model_id", args.base_model_id},
+              {"checkpoint_model_ids", registered}};
+  if (resumed < args.steps) out["last_step"] = step_summary(last);
+  return worker::JobOutcome::complete(out.dump());
+}
+
+}  // namespace
+
+worker::JobOutcome run_train_grpo(worker::JobContext& ctx, const TrainingJobOptions& options) {
+  try {
+    return run(ctx, options);
+  } catch (const std::invalid_argument& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+}
+
+}  // namespace kforge::jobs

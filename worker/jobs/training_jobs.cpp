@@ -1,0 +1,88 @@
+// Registration and the shared helpers of the training runners (training_jobs.h,
+// training_support.h). The runners themselves: train_sft.cpp, train_grpo.cpp, evaluate.cpp.
+// Tests: ctest -R jobs_training_test.
+#include "worker/jobs/training_jobs.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/config.h"
+#include "db/models.h"
+#include "worker/jobs/training_support.h"
+
+namespace kforge::jobs {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The suite directory: env, then ./suite, then <repo>/suite for a binary in <repo>/build/bin.
+std::string find_suite_dir() {
+  std::string from_env = env_or("KFORGE_SUITE_DIR", "");
+  if (!from_env.empty()) return fs::absolute(from_env).string();
+  std::error_code ec;
+  if (fs::is_directory("suite/level1", ec)) return fs::absolute("suite").string();
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path candidate = exe.parent_path().parent_path().parent_path() / "suite";
+    if (fs::is_directory(candidate / "level1", ec)) return candidate.string();
+  }
+  return fs::absolute("suite").string();  // absent: jobs that need it fail naming `suite`
+}
+
+}  // namespace
+
+TrainingJobOptions TrainingJobOptions::from_env(const std::string& database_url) {
+  TrainingJobOptions options;
+  options.database_url = database_url;
+  options.data_dir = fs::absolute(kforge::data_dir()).string();
+  options.suite_dir = find_suite_dir();
+  options.device = env_or("KFORGE_TRAIN_DEVICE", "cpu");
+  return options;
+}
+
+void register_training_jobs(worker::HandlerRegistry& registry, const TrainingJobOptions& options) {
+  registry.add("train_sft", [options](worker::JobContext& ctx) { return run_train_sft(ctx, options); });
+  registry.add("train_grpo", [options](worker::JobContext& ctx) { return run_train_grpo(ctx, options); });
+  registry.add("evaluate", [options](worker::JobContext& ctx) { return run_evaluate(ctx, options); });
+}
+
+std::vector<train::SuiteOp> load_suite_ops(const SuiteRef& suite, int limit) {
+  std::vector<train::SuiteOp> ops;
+  try {
+    ops = train::load_suite(suite.dir, suite.split);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("suite: ") + e.what());
+  }
+  if (ops.empty()) {
+    throw std::invalid_argument("suite: no ops in split '" + suite.split + "' of " + suite.dir);
+  }
+  if (limit > 0 && static_cast<int>(ops.size()) > limit) ops.resize(limit);
+  return ops;
+}
+
+harness::CheckOptions job_check_options(const CheckSettings& settings, double time_budget_s) {
+  harness::CheckOptions options;
+  options.trials = settings.trials;
+  options.time = settings.time_kernels;
+  options.time_budget_s = time_budget_s;
+  return options;
+}
+
+std::string job_work_dir(const TrainingJobOptions& options, int64_t job_id) {
+  return (fs::path(options.data_dir) / "training" / ("job-" + std::to_string(job_id))).string();
+}
+
+std::string job_models_dir(const TrainingJobOptions& options, int64_t job_id) {
+  return (fs::path(options.data_dir) / "models" / ("job-" + std::to_string(job_id))).string();
+}
+
+void JobEvents::info(const std::string& message, const std::string& data_json) {
+  db::training_event_insert(conn_, job_id_, "info", message, data_json);
+}
+
+void JobEvents::warn(const std::string& message, const std::string& data_json) {
+  db::training_event_insert(conn_, job_id_, "warn", message, data_json);
+}
+
+}  // namespace kforge::jobs
