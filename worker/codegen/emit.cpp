@@ -61,6 +61,7 @@ struct Kernel {
   }
 
   std::string dim(const Dim& d) {
+    if (!d.formula.empty()) return size(d.formula, "size_sum");
     if (d.axis < 0) return std::to_string(d.value);
     return size(d.expr(), d.input + "_size" + std::to_string(d.axis));
   }
@@ -200,7 +201,7 @@ class ProgramEmitter {
       // Stride of `axis`: the product of the later dims (registered as size params only when used).
       std::string stride;
       for (int later = axis + 1; later < static_cast<int>(shape.size()); ++later) {
-        if (shape[later].axis < 0 && shape[later].value == 1) continue;
+        if (shape[later].is_literal() && shape[later].value == 1) continue;
         std::string d = k.dim(shape[later]);
         if (d != "1") stride += (stride.empty() ? "" : "*") + d;
       }
@@ -239,6 +240,7 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     ExprEmitter e(g_, vec, &counter);
     e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
     e.on_view = [&] { contiguous = false; };
+    e.dim = [&](const Dim& d) { return k.dim(d); };
     e.load = [&, vec](int id, const std::vector<std::string>& c) -> std::string {
       std::string buf = k.buffer(buffer_name(id));
       const Shape& shape = g_.nodes[id].shape;
@@ -381,7 +383,7 @@ struct PatternMap {
       int kept = 0;
       for (int s : node.src)
         if (s >= 0) size_one_only = size_one_only && s == kept++;
-      if (!size_one_only) error = "a permuting view inside a reduction region is not supported";
+      if (!size_one_only || !node.flip.empty()) error = "a permuting view inside a reduction region is not supported";
     } else {
       for (int a : node.args) p = join(p, of(a));
     }

@@ -53,7 +53,7 @@ class Importer {
       node.kind = NodeKind::input;
       node.input_index = static_cast<int>(input_idx);
       for (size_t axis = 0; axis < in.shape.size(); ++axis)
-        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis)});
+        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), ""});
       g_.input_names.push_back(in.name);
       g_.input_shapes.push_back(node.shape);
       Val v;
@@ -182,6 +182,43 @@ class Importer {
     node.args = {a};
     node.src = src;
     for (int s : src) node.shape.push_back(s < 0 ? Dim::literal(1) : shape(a)[s]);
+    return g_.add(node);
+  }
+
+  // torch.flip: an identity view that reads `axes` backwards.
+  int flip(int a, const std::vector<int>& axes) {
+    std::vector<int> src;
+    for (int axis = 0; axis < static_cast<int>(shape(a).size()); ++axis) src.push_back(axis);
+    int id = view(a, src);
+    g_.nodes[id].flip = axes;
+    return id;
+  }
+
+  // torch.cat along `dim`: the joined size is a formula over the parts' sizes.
+  int concat(const std::vector<int>& parts, int64_t dim) {
+    if (parts.empty()) throw Unsupported("cat of an empty list");
+    const Shape& first = shape(parts[0]);
+    int rank = static_cast<int>(first.size());
+    int axis = static_cast<int>(dim < 0 ? dim + rank : dim);
+    if (axis < 0 || axis >= rank) throw Unsupported("cat dim " + std::to_string(dim) + " out of range");
+    Node node;
+    node.kind = NodeKind::concat;
+    node.args = parts;
+    node.axes = {axis};
+    node.shape = first;
+    Dim joined = first[axis];
+    std::string formula = first[axis].expr();
+    for (size_t part = 1; part < parts.size(); ++part) {
+      const Shape& s = shape(parts[part]);
+      if (static_cast<int>(s.size()) != rank) throw Unsupported("cat of tensors of different ranks");
+      for (int other = 0; other < rank; ++other)
+        if (other != axis && s[other].value != first[other].value)
+          throw Unsupported("cat: sizes differ outside the cat dim (no broadcasting)");
+      joined.value += s[axis].value;
+      formula += " + " + s[axis].expr();
+    }
+    if (parts.size() > 1) joined = Dim{joined.value, "", -1, "(" + formula + ")"};
+    node.shape[axis] = joined;
     return g_.add(node);
   }
 
@@ -475,6 +512,16 @@ void Importer::visit(torch::jit::Node* node) {
       src.insert(src.begin() + d, -1);
     }
     return set(out, view(x, src));
+  }
+
+  if (kind == "aten::flip") {
+    int x = tensor(arg(0));
+    return set(out, flip(x, norm_axes(x, int_list(arg(1)))));
+  }
+  if (kind == "aten::cat") {
+    const Val& list = get(arg(0));
+    if (list.kind != Val::Kind::tensors) throw Unsupported("cat needs a list of tensors");
+    return set(out, concat(list.tensors, static_cast<int64_t>(number(arg(1)))));
   }
 
   // Matrix products.

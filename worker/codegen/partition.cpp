@@ -50,6 +50,15 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
   return out;
 }
 
+// True when the region reads some tensor at remapped coordinates (flip, cat), which
+// only the pointwise emitter resolves.
+bool has_index_remap(const Graph& g, const std::vector<int>& nodes) {
+  return std::any_of(nodes.begin(), nodes.end(), [&](int id) {
+    const Node& node = g.nodes[id];
+    return node.kind == NodeKind::concat || (node.kind == NodeKind::view && !node.flip.empty());
+  });
+}
+
 bool same_values(const Shape& a, const Shape& b) {
   if (a.size() != b.size()) return false;
   for (size_t k = 0; k < a.size(); ++k)
@@ -139,8 +148,16 @@ Analysis analyze(const harness::OpSpec& spec) {
           break;
         }
       }
+      if (stage.kind != StageKind::pointwise && has_index_remap(g, nodes)) {
+        analysis.unsupported = "flip or cat in a matmul epilogue is not supported";
+        return analysis;
+      }
       analysis.stages.push_back(stage);
       continue;
+    }
+    if (has_index_remap(g, nodes)) {
+      analysis.unsupported = "flip or cat inside a reduction region is not supported";
+      return analysis;
     }
     // Reductions: all over the same axes of equally shaped tensors.
     const Node& first = g.nodes[reduces[0]];

@@ -124,11 +124,47 @@ TEST(CodegenLower, UnsupportedOpsSayWhy) {
     const char* reason;
   };
   for (auto c : {Case{"cumsum_last", "aten::cumsum"}, Case{"embedding", "int64"}, Case{"argmax_last", "aten::argmax"},
-                 Case{"flip_last", "aten::flip"}}) {
+                 Case{"argmin_last", "aten::argmin"}}) {
     auto analysis = codegen::analyze(suite_op(c.op));
     EXPECT_FALSE(analysis.ok()) << c.op;
     EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.op << ": " << analysis.unsupported;
     EXPECT_FALSE(codegen::emit_program(analysis, codegen::Schedule{}).ok());
+  }
+}
+
+TEST(CodegenLower, FlipAndCatReadRemappedCoordinates) {
+  auto flip = codegen::analyze(suite_op("flip_last"));
+  ASSERT_TRUE(flip.ok()) << flip.unsupported;
+  EXPECT_EQ(flip.describe(), "pointwise");
+  auto flipped = codegen::emit_program(flip, codegen::Schedule{});
+  ASSERT_TRUE(flipped.ok()) << flipped.unsupported;
+  EXPECT_TRUE(contains(flipped.program, "x_size1 - 1 - c1")) << flipped.program;
+  codegen::Schedule vec;
+  vec.vector_width = 4;
+  EXPECT_FALSE(codegen::emit_program(flip, vec).ok()) << "a reversed read is not contiguous with the output";
+
+  auto cat = codegen::analyze(suite_op("cat_last"));
+  ASSERT_TRUE(cat.ok()) << cat.unsupported;
+  auto joined = codegen::emit_program(cat, codegen::Schedule{});
+  ASSERT_TRUE(joined.ok()) << joined.unsupported;
+  auto parsed = harness::parse_program(joined.program);
+  ASSERT_TRUE(parsed.ok()) << parsed.error << "\n" << joined.program;
+  // The joined size is a launch expression, both parts are read in bounds (clamped).
+  EXPECT_TRUE(contains(joined.program, "(x.size(1) + y.size(1))")) << joined.program;
+  EXPECT_TRUE(contains(joined.program, "clamp((c1 - x_size1), 0, y_size1 - 1)")) << joined.program;
+  EXPECT_FALSE(contains(joined.program, "2048")) << joined.program;
+}
+
+TEST(CodegenLower, FlipOrCatInsideAReductionSaysWhy) {
+  for (const char* source : {"def forward(x: Tensor) -> Tensor:\n    return torch.sum(torch.flip(x, [1]), 1)\n",
+                             "def forward(x: Tensor) -> Tensor:\n    return torch.amax(torch.cat([x, x], 1), 1)\n"}) {
+    harness::OpSpec spec;
+    spec.name = "remap_reduce";
+    spec.source = source;
+    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    auto analysis = codegen::analyze(spec);
+    EXPECT_FALSE(analysis.ok()) << source;
+    EXPECT_TRUE(contains(analysis.unsupported, "flip or cat inside a reduction")) << analysis.unsupported;
   }
 }
 
