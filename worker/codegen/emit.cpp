@@ -32,7 +32,7 @@ struct Kernel {
   std::string grid, block, attributes, body, scratch;
   std::string output_buffer;
 
-  std::string buffer(const std::string& name) {
+  std::string buffer(const std::string& name, const std::string& type = "float") {
     auto it = buffer_param.find(name);
     if (it != buffer_param.end()) return it->second;
     bool var_like = name.size() > 1 && name[0] == 'v' &&
@@ -40,7 +40,7 @@ struct Kernel {
     bool acc_like = name.rfind("acc", 0) == 0;
     std::string param = kReserved.count(name) || var_like || acc_like ? "in_" + name : name;
     buffer_param[name] = param;
-    params.push_back("__global const float* restrict " + param);
+    params.push_back("__global const " + type + "* restrict " + param);
     args.push_back(name);
     return param;
   }
@@ -242,8 +242,9 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     e.on_view = [&] { contiguous = false; };
     e.dim = [&](const Dim& d) { return k.dim(d); };
     e.load = [&, vec](int id, const std::vector<std::string>& c) -> std::string {
-      std::string buf = k.buffer(buffer_name(id));
-      const Shape& shape = g_.nodes[id].shape;
+      const Node& leaf = g_.nodes[id];
+      std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
+      const Shape& shape = leaf.shape;
       if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
       bool linear = static_cast<int>(c.size()) == rank && c == coords;
       for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;

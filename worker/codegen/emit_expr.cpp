@@ -80,6 +80,8 @@ std::string ExprEmitter::value(int id, const std::vector<std::string>& coords) {
   }
   bool boolean = false;
   current_outer_ = outer;
+  // A gather's value is the data variable it reads: no copy line.
+  if (node.kind == NodeKind::gather) return memo[key] = compute(id, coords, boolean);
   std::string expr = compute(id, coords, boolean);
   std::string var = "v" + std::to_string((*counter_)++);
   (outer ? outer_ : lines_).push_back("const " + type(boolean) + " " + var + " = " + expr + ";");
@@ -167,6 +169,17 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
       return a + " " + it->second + " " + b;
     }
     throw std::logic_error("binary op without emission: " + op);
+  }
+  if (node.kind == NodeKind::gather) {
+    // The index is read once into an int, then the data at the gathered coordinate.
+    if (!dim) throw std::logic_error("gather outside a pointwise stage");
+    if (on_view) on_view();
+    std::vector<std::string> index_coords;
+    for (int axis : node.index_src) index_coords.push_back(coords.at(axis));
+    std::string at = helper("const int %s = (int)" + load(node.args[1], index_coords) + ";");
+    std::vector<std::string> data_coords;
+    for (int axis : node.src) data_coords.push_back(axis < 0 ? at : coords.at(axis));
+    return as_float(value(node.args[0], data_coords));
   }
   if (node.kind == NodeKind::concat) {
     // Both parts are read at clamped (always in-bounds) coordinates and one is

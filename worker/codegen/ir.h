@@ -47,6 +47,7 @@ enum class NodeKind {
   matmul,    //!< args[0] @ args[1] (rank 1, 2 or 3); bias added as a separate binary node
   view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim); `flip` dims reversed
   concat,    //!< args joined along axes[0] (cat); every arg has the shape of the result except along that axis
+  gather,    //!< args[0] (data) read where data dim d is out dim src[d], or the index args[1] (src[d] == -1)
 };
 
 //! One IR node; its value is a float tensor of `shape`.
@@ -61,6 +62,8 @@ struct Node {
   std::vector<int> axes;   //!< reduce axes of args[0]
   std::vector<int> src;    //!< view mapping
   std::vector<int> flip;   //!< view: output dims read in reverse (torch.flip)
+  std::vector<int> index_src;  //!< gather: index dim j is out dim index_src[j]
+  std::string int_type;    //!< input: "int" / "long" for an integer tensor (only gather indices read it), "" for float
   Shape shape;             //!< result shape
 };
 

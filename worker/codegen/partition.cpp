@@ -50,12 +50,13 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
   return out;
 }
 
-// True when the region reads some tensor at remapped coordinates (flip, cat), which
+// True when the region reads some tensor at remapped coordinates (flip, cat, gather), which
 // only the pointwise emitter resolves.
 bool has_index_remap(const Graph& g, const std::vector<int>& nodes) {
   return std::any_of(nodes.begin(), nodes.end(), [&](int id) {
     const Node& node = g.nodes[id];
-    return node.kind == NodeKind::concat || (node.kind == NodeKind::view && !node.flip.empty());
+    return node.kind == NodeKind::concat || node.kind == NodeKind::gather ||
+           (node.kind == NodeKind::view && !node.flip.empty());
   });
 }
 
@@ -149,14 +150,14 @@ Analysis analyze(const harness::OpSpec& spec) {
         }
       }
       if (stage.kind != StageKind::pointwise && has_index_remap(g, nodes)) {
-        analysis.unsupported = "flip or cat in a matmul epilogue is not supported";
+        analysis.unsupported = "flip, cat or gather in a matmul epilogue is not supported";
         return analysis;
       }
       analysis.stages.push_back(stage);
       continue;
     }
     if (has_index_remap(g, nodes)) {
-      analysis.unsupported = "flip or cat inside a reduction region is not supported";
+      analysis.unsupported = "flip, cat or gather inside a reduction region is not supported";
       return analysis;
     }
     // Reductions: all over the same axes of equally shaped tensors.
