@@ -11,5 +11,5 @@ cmake --build "$root/$build" --target kforge-codegen kforge-sandbox >/dev/null
 cd "$root"
 mkdir -p bench/results
 echo "uptime before: $(uptime)" >&2
-"$build/bin/kforge-codegen" bench --max-schedules 4 --time-budget 0.5 --out bench/results/codegen.json "$@"
+"$build/bin/kforge-codegen" bench --max-schedules 4 --trials 3 --time-budget 0.5 --out bench/results/codegen.json "$@"
 echo "uptime after: $(uptime)" >&2

@@ -153,7 +153,7 @@ class ProgramEmitter {
     for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
       const Stage& stage = a_.stages[stage_idx];
       // Kernel names carry the stage kind, so an op named like a builtin (abs, exp) stays legal.
-      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul"};
+      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan"};
       std::string base = a_.op_name + "_" + kSuffix[static_cast<int>(stage.kind)];
       if (a_.stages.size() > 1) base += std::to_string(stage_idx);
       std::string err;
@@ -163,6 +163,7 @@ class ProgramEmitter {
         case StageKind::reduce_rows: text = reduce_rows(stage, base, err); break;
         case StageKind::reduce_full: text = reduce_full(stage, base, err); break;
         case StageKind::matmul: text = matmul(stage, base, err); break;
+        case StageKind::scan: text = scan(stage, base, err); break;
       }
       if (!err.empty()) {
         gen.unsupported = err;
@@ -219,7 +220,58 @@ class ProgramEmitter {
   std::string reduce_full(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
+  std::string scan(const Stage& stage, const std::string& name, std::string& err);
 };
+
+// ------------------------------------------------------------------------ scan
+// One work-item per line along the scanned dim ([outer, len, inner] view): a running
+// sum in a register, one read and one write per element. Neighbouring work-items take
+// neighbouring inner positions, so for inner > 1 each step reads a contiguous run.
+std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "sum") {
+    err = "scan op " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const Shape& shape = node.shape;
+  const int axis = node.axes.at(0);
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  Shape outer_dims(shape.begin(), shape.begin() + axis), inner_dims(shape.begin() + axis + 1, shape.end());
+  Shape line_dims = outer_dims;
+  line_dims.insert(line_dims.end(), inner_dims.begin(), inner_dims.end());
+  const std::string lines_expr = numel_expr(line_dims);
+  const std::string lines = k.size(lines_expr, "lines");
+  const std::string len = k.dim(shape[axis]);
+  std::string inner = "1";
+  for (const auto& d : inner_dims) {
+    std::string size = k.dim(d);
+    if (size != "1") inner = inner == "1" ? size : inner + "*" + size;
+  }
+  k.grid = "cdiv(" + lines_expr + ", " + std::to_string(s_.work_group) + ")";
+  k.block = std::to_string(s_.work_group);
+  std::ostringstream body;
+  body << "  const int gid = get_global_id(0);\n";
+  body << "  if (gid >= " << lines << ") return;\n";
+  if (inner == "1") {
+    body << "  const int base = gid * " << len << ";\n";
+  } else if (outer_dims.empty()) {
+    body << "  const int base = gid;\n";
+  } else {
+    body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
+  }
+  const std::string step = inner == "1" ? "r" : "r * " + inner;
+  body << "  float acc = 0.0f;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 0; r < " << len << "; ++r) {\n";
+  body << "    acc += " << src << "[base + " << step << "];\n";
+  body << "    " << k.output_buffer << "[base + " << step << "] = acc;\n";
+  body << "  }\n";
+  k.body = body.str();
+  return k.render();
+}
 
 // ------------------------------------------------------------------- pointwise
 // One work-item per output element (or per_item of them, grid-stride; or floatN

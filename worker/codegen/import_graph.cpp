@@ -585,6 +585,17 @@ void Importer::visit(torch::jit::Node* node) {
     }
     return set(out, gather(x, idx, data_src, index_src, is));
   }
+  if (kind == "aten::cumsum") {
+    int x = tensor(arg(0));
+    if (in.size() > 2 && !is_none(arg(2))) throw Unsupported("cumsum with a dtype is not supported");
+    Node node;
+    node.kind = NodeKind::scan;
+    node.op = "sum";
+    node.args = {x};
+    node.axes = {axis_of(x, static_cast<int64_t>(number(arg(1))))};
+    node.shape = shape(x);
+    return set(out, g_.add(node));
+  }
   if (kind == "aten::flip") {
     int x = tensor(arg(0));
     return set(out, flip(x, norm_axes(x, int_list(arg(1)))));

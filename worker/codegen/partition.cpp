@@ -42,7 +42,7 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
     stack.pop_back();
     if (!seen.insert(id).second) continue;
     if (id != root && (materialized.count(id) || is_leaf_kind(g.nodes[id].kind))) continue;
-    if (id != root && g.nodes[id].kind == NodeKind::matmul) continue;
+    if (id != root && (g.nodes[id].kind == NodeKind::matmul || g.nodes[id].kind == NodeKind::scan)) continue;
     for (int a : g.nodes[id].args) stack.push_back(a);
   }
   std::vector<int> out(seen.begin(), seen.end());
@@ -75,6 +75,7 @@ std::string Analysis::describe() const {
     const char* name = stage.kind == StageKind::pointwise     ? "pointwise"
                        : stage.kind == StageKind::reduce_rows ? "reduce_rows"
                        : stage.kind == StageKind::reduce_full ? "reduce_full"
+                       : stage.kind == StageKind::scan        ? "scan"
                                                               : "matmul";
     out += (out.empty() ? "" : "+") + std::string(name);
   }
@@ -96,10 +97,16 @@ Analysis analyze(const harness::OpSpec& spec) {
     return analysis;
   }
 
-  // 1. Materialise the output, every matmul and every computed matmul operand.
+  // 1. Materialise the output, every matmul and scan, and every computed operand of one.
   std::set<int> materialized = {output};
   for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
     const Node& node = g.nodes[id];
+    if (node.kind == NodeKind::scan) {
+      // The scan kernel reads its operand contiguously: anything computed (views too) goes to scratch first.
+      materialized.insert(id);
+      if (g.nodes[node.args[0]].kind != NodeKind::input) materialized.insert(node.args[0]);
+      continue;
+    }
     if (node.kind != NodeKind::matmul) continue;
     materialized.insert(id);
     for (int operand : node.args) {
@@ -121,8 +128,8 @@ Analysis analyze(const harness::OpSpec& spec) {
     Stage stage;
     stage.root = root;
     const Node& node = g.nodes[root];
-    if (node.kind == NodeKind::matmul) {
-      stage.kind = StageKind::matmul;
+    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan) {
+      stage.kind = node.kind == NodeKind::matmul ? StageKind::matmul : StageKind::scan;
       stage.anchor = root;
       analysis.stages.push_back(stage);
       continue;
