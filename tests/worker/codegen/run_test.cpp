@@ -1,5 +1,6 @@
 // Teacher kernels through the harness Checker on the real device (PoCL here): for
-// every suite op the teacher lowers, two schedules of its space must come out
+// every suite op the teacher lowers, one schedule of its space (alternating between
+// the first and the one past the middle) must come out
 // `correct` (sandboxed child, seeded + secret-seed trials, NaN poison, determinism,
 // input-mutation check) on the op's odd extra shapes; coverage must reach 85% per
 // level. A broken teacher kernel must not. Run: ctest -R codegen_run (minutes).
@@ -30,7 +31,7 @@ harness::OpSpec on_odd_shapes(harness::OpSpec spec) {
 
 harness::CheckOptions untimed_options() {
   harness::CheckOptions options;
-  options.trials = 2;
+  options.trials = 1;  // + the secret-seed trial, the determinism re-run and the other extra shapes
   options.time = false;
   return options;
 }
@@ -64,6 +65,7 @@ TEST(CodegenRun, CheckerRejectsABrokenTeacherKernel) {
 TEST(CodegenRun, EveryLoweredSuiteOpPassesTheCheckerOnOddShapes) {
   if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
   std::map<int, int> ops, correct;
+  int lowered = 0;
   for (const auto& path : kforge::testing::suite_files()) {
     int level = kforge::testing::suite_level(path);
     ++ops[level];
@@ -75,21 +77,21 @@ TEST(CodegenRun, EveryLoweredSuiteOpPassesTheCheckerOnOddShapes) {
     ASSERT_TRUE(checker) << path << ": " << error;
     auto space = codegen::schedule_space(analysis);
     ASSERT_FALSE(space.empty()) << path;
-    bool all_ok = true;
-    // The first and the one past the middle: the space is ordered by knob families, so
-    // these cover vector / register-blocked and plain / tiled / group variants.
-    for (const auto& schedule : {space.front(), space[std::min(space.size() - 1, space.size() / 2 + 1)]}) {
-      auto gen = codegen::emit_program(analysis, schedule);
-      ASSERT_TRUE(gen.ok()) << path << ": " << gen.unsupported;
-      auto result = checker->check(gen.program);
-      if (result.outcome != harness::Outcome::correct) {
-        all_ok = false;
-        ADD_FAILURE() << path.stem() << " " << schedule.label() << ": " << harness::outcome_name(result.outcome)
-                      << ": " << result.message << "\n"
-                      << gen.program;
-      }
-    }
-    if (all_ok) ++correct[level];
+    // The space is ordered by knob families: alternating between the first schedule and
+    // the one past the middle covers vector / register-blocked and plain / tiled / group
+    // variants across the suite at one sandboxed check per op (the suite-wide benchmark,
+    // bench/codegen, checks four per op with timing).
+    const auto& schedule = lowered++ % 2 == 0 ? space.front() : space[std::min(space.size() - 1, space.size() / 2 + 1)];
+    auto gen = codegen::emit_program(analysis, schedule);
+    ASSERT_TRUE(gen.ok()) << path << ": " << gen.unsupported;
+    auto result = checker->check(gen.program);
+    std::cout << path.stem().string() << " " << schedule.label() << " " << harness::outcome_name(result.outcome)
+              << std::endl;
+    if (result.outcome == harness::Outcome::correct) ++correct[level];
+    else
+      ADD_FAILURE() << path.stem() << " " << schedule.label() << ": " << harness::outcome_name(result.outcome) << ": "
+                    << result.message << "\n"
+                    << gen.program;
   }
   for (int level : {1, 2}) {
     double coverage = double(correct[level]) / ops[level];
