@@ -40,10 +40,11 @@ std::string load_average() {
 
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
-// Bytes moved at least once (every input + the output, float32) and matmul FLOPs,
+// Bytes moved at least once (every input + the output) and matmul FLOPs,
 // for GB/s and GFLOP/s. Both are lower bounds on the traffic and work of any kernel.
 double min_bytes(const harness::OpSpec& spec, const codegen::Analysis& analysis) {
-  double bytes = 4.0 * codegen::numel_value(analysis.graph.nodes[analysis.graph.output].shape);
+  const auto& out = analysis.graph.nodes[analysis.graph.output];
+  double bytes = (out.int_type == "long" ? 8.0 : 4.0) * codegen::numel_value(out.shape);
   for (const auto& in : spec.inputs) bytes += harness::shape_numel(in.shape) * harness::dtype_size(in.dtype);
   return bytes;
 }

@@ -31,6 +31,7 @@ struct Kernel {
   std::vector<std::string> size_params, size_args;
   std::string grid, block, attributes, body, scratch;
   std::string output_buffer;
+  std::string output_type = "float";  // "long" for argmax / argmin
 
   std::string buffer(const std::string& name, const std::string& type = "float") {
     auto it = buffer_param.find(name);
@@ -71,7 +72,7 @@ struct Kernel {
     std::string all_args;
     std::vector<std::string> all_params = params;
     std::vector<std::string> launch = args;
-    all_params.push_back("__global float* restrict " + std::string(output_buffer == "out" ? "out" : output_buffer));
+    all_params.push_back("__global " + output_type + "* restrict " + output_buffer);
     launch.push_back(output_buffer);
     for (size_t idx = 0; idx < size_params.size(); ++idx) {
       all_params.push_back("int " + size_params[idx]);  // the harness parser reads `int n`, not `const int n`
@@ -153,7 +154,7 @@ class ProgramEmitter {
     for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
       const Stage& stage = a_.stages[stage_idx];
       // Kernel names carry the stage kind, so an op named like a builtin (abs, exp) stays legal.
-      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan"};
+      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
       std::string base = a_.op_name + "_" + kSuffix[static_cast<int>(stage.kind)];
       if (a_.stages.size() > 1) base += std::to_string(stage_idx);
       std::string err;
@@ -164,6 +165,7 @@ class ProgramEmitter {
         case StageKind::reduce_full: text = reduce_full(stage, base, err); break;
         case StageKind::matmul: text = matmul(stage, base, err); break;
         case StageKind::scan: text = scan(stage, base, err); break;
+        case StageKind::arg_reduce: text = arg_reduce(stage, base, err); break;
       }
       if (!err.empty()) {
         gen.unsupported = err;
@@ -221,37 +223,28 @@ class ProgramEmitter {
   std::string matmul(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
   std::string scan(const Stage& stage, const std::string& name, std::string& err);
+  std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
 };
 
-// ------------------------------------------------------------------------ scan
-// One work-item per line along the scanned dim ([outer, len, inner] view): a running
-// sum in a register, one read and one write per element. Neighbouring work-items take
-// neighbouring inner positions, so for inner > 1 each step reads a contiguous run.
-std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
-  const Node& node = g_.nodes[stage.anchor];
-  if (node.op != "sum") {
-    err = "scan op " + node.op + " has no emission";
-    return "";
-  }
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
-  const Shape& shape = node.shape;
-  const int axis = node.axes.at(0);
-  const std::string src = k.buffer(buffer_name(node.args[0]));
+// ------------------------------------------------------------- scan, arg_reduce
+// One work-item per line along one dim of the [outer, len, inner] view of `shape`;
+// adjacent work-items take adjacent inner positions, so for inner > 1 each step of
+// the loop reads a contiguous run. Returns the lines that compute `base` (the line's
+// first element) and sets `len` / `step` (the loop's bound and element offset).
+std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, std::string& len, std::string& step) {
   Shape outer_dims(shape.begin(), shape.begin() + axis), inner_dims(shape.begin() + axis + 1, shape.end());
   Shape line_dims = outer_dims;
   line_dims.insert(line_dims.end(), inner_dims.begin(), inner_dims.end());
   const std::string lines_expr = numel_expr(line_dims);
   const std::string lines = k.size(lines_expr, "lines");
-  const std::string len = k.dim(shape[axis]);
+  len = k.dim(shape[axis]);
   std::string inner = "1";
   for (const auto& d : inner_dims) {
     std::string size = k.dim(d);
     if (size != "1") inner = inner == "1" ? size : inner + "*" + size;
   }
-  k.grid = "cdiv(" + lines_expr + ", " + std::to_string(s_.work_group) + ")";
-  k.block = std::to_string(s_.work_group);
+  k.grid = "cdiv(" + lines_expr + ", " + std::to_string(work_group) + ")";
+  k.block = std::to_string(work_group);
   std::ostringstream body;
   body << "  const int gid = get_global_id(0);\n";
   body << "  if (gid >= " << lines << ") return;\n";
@@ -262,13 +255,62 @@ std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, st
   } else {
     body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
   }
-  const std::string step = inner == "1" ? "r" : "r * " + inner;
+  step = inner == "1" ? "r" : "r * " + inner;
+  return body.str();
+}
+
+// A running sum in a register: one read and one write per element.
+std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "sum") {
+    err = "scan op " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, len, step);
   body << "  float acc = 0.0f;\n";
   if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
   body << "  for (int r = 0; r < " << len << "; ++r) {\n";
   body << "    acc += " << src << "[base + " << step << "];\n";
   body << "    " << k.output_buffer << "[base + " << step << "] = acc;\n";
   body << "  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// argmax / argmin along one dim: the first index of the extreme (NaN counts as the
+// maximum and the minimum, as in torch), written as a long.
+std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "argmax" && node.op != "argmin") {
+    err = "arg reduction " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  k.output_type = "long";
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, len, step);
+  const std::string better = node.op == "argmax" ? ">" : "<";
+  body << "  float best = " << src << "[base];\n";
+  body << "  int best_idx = 0;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 1; r < " << len << "; ++r) {\n";
+  body << "    const float v = " << src << "[base + " << step << "];\n";
+  body << "    if (v " << better << " best || (isnan(v) && !isnan(best))) {\n";
+  body << "      best = v;\n";
+  body << "      best_idx = r;\n";
+  body << "    }\n";
+  body << "  }\n";
+  body << "  " << k.output_buffer << "[gid] = best_idx;\n";
   k.body = body.str();
   return k.render();
 }

@@ -92,10 +92,14 @@ class Importer {
   // A tensor operand; numbers become scalar constants.
   int tensor(const torch::jit::Value* value) {
     const Val& v = get(value);
-    if (v.kind == Val::Kind::tensor && !g_.nodes[v.node].int_type.empty())
-      throw Unsupported("input '" + g_.input_names[g_.nodes[v.node].input_index] +
+    if (v.kind == Val::Kind::tensor && !g_.nodes[v.node].int_type.empty()) {
+      const Node& n = g_.nodes[v.node];
+      if (n.kind != NodeKind::input)
+        throw Unsupported("an argmax / argmin result used as data is not supported (the teacher computes floats)");
+      throw Unsupported("input '" + g_.input_names[n.input_index] +
                         "' is an integer tensor; the teacher reads integer inputs only as gather / embedding / "
                         "index_select indices");
+    }
     if (v.kind == Val::Kind::tensor) return v.node;
     if (v.kind == Val::Kind::number || v.kind == Val::Kind::boolean) {
       if (v.from_size) throw Unsupported("a tensor size used as data (x.size(i) in arithmetic) is not supported");
@@ -231,7 +235,7 @@ class Importer {
   // An integer input used as indices (computed indices are not supported).
   int index_tensor(const torch::jit::Value* value) {
     const Val& v = get(value);
-    if (v.kind != Val::Kind::tensor || !!g_.nodes[v.node].int_type.empty())
+    if (v.kind != Val::Kind::tensor || g_.nodes[v.node].kind != NodeKind::input || g_.nodes[v.node].int_type.empty())
       throw Unsupported("indices must be an int32/int64 input of the op (computed indices are not supported)");
     return v.node;
   }
@@ -594,6 +598,23 @@ void Importer::visit(torch::jit::Node* node) {
     node.args = {x};
     node.axes = {axis_of(x, static_cast<int64_t>(number(arg(1))))};
     node.shape = shape(x);
+    return set(out, g_.add(node));
+  }
+  if (kind == "aten::argmax" || kind == "aten::argmin") {
+    int x = tensor(arg(0));
+    if (is_none(arg(1))) throw Unsupported(name + " over all elements (no dim) is not supported");
+    int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
+    bool keepdim = in.size() > 2 && boolean(arg(2));
+    Node node;
+    node.kind = NodeKind::arg_reduce;
+    node.op = name;
+    node.args = {x};
+    node.axes = {axis};
+    for (int d = 0; d < static_cast<int>(shape(x).size()); ++d) {
+      if (d != axis) node.shape.push_back(shape(x)[d]);
+      else if (keepdim) node.shape.push_back(Dim::literal(1));
+    }
+    node.int_type = "long";
     return set(out, g_.add(node));
   }
   if (kind == "aten::flip") {

@@ -48,6 +48,7 @@ enum class NodeKind {
   view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim); `flip` dims reversed
   concat,    //!< args joined along axes[0] (cat); every arg has the shape of the result except along that axis
   scan,      //!< inclusive prefix `op` (sum) of args[0] along axes[0] (cumsum)
+  arg_reduce,  //!< index (int64) of the first `op` ("argmax"/"argmin") of args[0] along axes[0]
   gather,    //!< args[0] (data) read where data dim d is out dim src[d], or the index args[1] (src[d] == -1)
 };
 
@@ -64,7 +65,7 @@ struct Node {
   std::vector<int> src;    //!< view mapping
   std::vector<int> flip;   //!< view: output dims read in reverse (torch.flip)
   std::vector<int> index_src;  //!< gather: index dim j is out dim index_src[j]
-  std::string int_type;    //!< input: "int" / "long" for an integer tensor (only gather indices read it), "" for float
+  std::string int_type;    //!< "int" / "long": an integer input (only gather indices read it) or an arg_reduce; "" for float
   Shape shape;             //!< result shape
 };
 

@@ -42,7 +42,8 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
     stack.pop_back();
     if (!seen.insert(id).second) continue;
     if (id != root && (materialized.count(id) || is_leaf_kind(g.nodes[id].kind))) continue;
-    if (id != root && (g.nodes[id].kind == NodeKind::matmul || g.nodes[id].kind == NodeKind::scan)) continue;
+    const NodeKind kind = g.nodes[id].kind;
+    if (id != root && (kind == NodeKind::matmul || kind == NodeKind::scan || kind == NodeKind::arg_reduce)) continue;
     for (int a : g.nodes[id].args) stack.push_back(a);
   }
   std::vector<int> out(seen.begin(), seen.end());
@@ -76,6 +77,7 @@ std::string Analysis::describe() const {
                        : stage.kind == StageKind::reduce_rows ? "reduce_rows"
                        : stage.kind == StageKind::reduce_full ? "reduce_full"
                        : stage.kind == StageKind::scan        ? "scan"
+                       : stage.kind == StageKind::arg_reduce  ? "arg_reduce"
                                                               : "matmul";
     out += (out.empty() ? "" : "+") + std::string(name);
   }
@@ -101,7 +103,11 @@ Analysis analyze(const harness::OpSpec& spec) {
   std::set<int> materialized = {output};
   for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
     const Node& node = g.nodes[id];
-    if (node.kind == NodeKind::scan) {
+    if (node.kind == NodeKind::arg_reduce && id != output) {
+      analysis.unsupported = "argmax / argmin feeding further ops is not supported (the teacher computes floats)";
+      return analysis;
+    }
+    if (node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
       // The scan kernel reads its operand contiguously: anything computed (views too) goes to scratch first.
       materialized.insert(id);
       if (g.nodes[node.args[0]].kind != NodeKind::input) materialized.insert(node.args[0]);
@@ -128,8 +134,10 @@ Analysis analyze(const harness::OpSpec& spec) {
     Stage stage;
     stage.root = root;
     const Node& node = g.nodes[root];
-    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan) {
-      stage.kind = node.kind == NodeKind::matmul ? StageKind::matmul : StageKind::scan;
+    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
+      stage.kind = node.kind == NodeKind::matmul ? StageKind::matmul
+                   : node.kind == NodeKind::scan ? StageKind::scan
+                                                 : StageKind::arg_reduce;
       stage.anchor = root;
       analysis.stages.push_back(stage);
       continue;

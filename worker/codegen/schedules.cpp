@@ -17,7 +17,7 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
     rows |= stage.kind == StageKind::reduce_rows;
     full |= stage.kind == StageKind::reduce_full;
     matmul |= stage.kind == StageKind::matmul;
-    scan |= stage.kind == StageKind::scan;
+    scan |= stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
   }
   std::vector<Schedule> candidates;
   // Matmul tiles x outputs per work-item; the other knobs stay at defaults unless

@@ -120,15 +120,34 @@ TEST(CodegenLower, FullReductionUsesTwoPassesWithScratch) {
 
 TEST(CodegenLower, UnsupportedOpsSayWhy) {
   struct Case {
-    const char* op;
+    const char* source;
     const char* reason;
   };
-  for (auto c : {Case{"argmax_last", "aten::argmax"},
-                 Case{"argmin_last", "aten::argmin"}}) {
-    auto analysis = codegen::analyze(suite_op(c.op));
-    EXPECT_FALSE(analysis.ok()) << c.op;
-    EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.op << ": " << analysis.unsupported;
+  for (auto c : {Case{"return torch.tril(x)", "aten::tril has no lowering"},
+                 Case{"return torch.argmax(x)", "over all elements (no dim)"},
+                 Case{"return torch.argmax(x, 1) + 1", "argmax / argmin result used as data"},
+                 Case{"return torch.sum(x, [0, 1, 2])", "reduction dim 2 out of range"}}) {
+    harness::OpSpec spec;
+    spec.name = "unsupported";
+    spec.source = std::string("def forward(x: Tensor) -> Tensor:\n    ") + c.source + "\n";
+    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    auto analysis = codegen::analyze(spec);
+    EXPECT_FALSE(analysis.ok()) << c.source;
+    EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.source << ": " << analysis.unsupported;
     EXPECT_FALSE(codegen::emit_program(analysis, codegen::Schedule{}).ok());
+  }
+}
+
+TEST(CodegenLower, ArgmaxWritesTheFirstIndexAsLong) {
+  for (const char* name : {"argmax_last", "argmin_last"}) {
+    auto analysis = codegen::analyze(suite_op(name));
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    EXPECT_EQ(analysis.describe(), "arg_reduce");
+    auto gen = codegen::emit_program(analysis, codegen::Schedule{});
+    ASSERT_TRUE(gen.ok()) << gen.unsupported;
+    EXPECT_TRUE(contains(gen.program, "__global long* restrict out")) << gen.program;
+    // Strict comparison keeps the first of equal extremes, as torch does.
+    EXPECT_TRUE(contains(gen.program, std::string(name) == "argmax_last" ? "if (v > best" : "if (v < best")) << gen.program;
   }
 }
 
