@@ -62,7 +62,7 @@ double matmul_flops(const codegen::Analysis& analysis) {
 // Unary/binary operators that eager evaluates with vectorised (SLEEF / AVX2) code and
 // PoCL's kernel compiler may not; named in the eager-wins reason when present.
 std::vector<std::string> transcendentals(const codegen::Analysis& analysis) {
-  static const std::set<std::string> names = {"exp", "log", "log1p", "expm1", "pow", "sin", "cos", "tanh", "erf",
+  static const std::set<std::string> names = {"exp", "log", "log1p", "expm1", "pow", "pow_scalar", "sin", "cos", "tanh", "erf",
                                               "sigmoid", "softplus", "gelu", "atan", "asin", "acos", "log2", "log10"};
   std::set<std::string> found;
   for (const auto& node : analysis.graph.nodes)
