@@ -12,6 +12,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   nlohmann-json3-dev libgtest-dev libgmock-dev
   wrk curl procps
+  libopenblas0-pthread  # takes over libblas.so.3 (update-alternatives priority 100 > netlib 10): a fair eager matmul baseline
 )
 
 missing=()

@@ -2,6 +2,7 @@
 //   kforge-codegen emit OP.json [SCHEDULE_INDEX]   print the program (default schedule 0)
 //   kforge-codegen schedules OP.json               list the schedule space
 //   kforge-codegen autotune OP.json [MAX]          check up to MAX schedules through the harness, print the fastest
+//   kforge-codegen blas [THREADS]                  eager matmul GFLOP/s through the harness baseline path
 // The benchmark runner (bench/codegen/run.sh) drives `kforge-codegen bench`.
 #include <fstream>
 #include <iostream>
@@ -35,9 +36,10 @@ bool load(const std::string& path, kforge::harness::OpSpec& spec) {
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "bench") return kforge::bench::run_codegen_bench(argc - 1, argv + 1);
+  if (cmd == "blas") return kforge::bench::run_blas_probe(argc - 1, argv + 1);
   if ((cmd != "emit" && cmd != "schedules" && cmd != "autotune") || argc < 3) {
     std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] | schedules OP.json | autotune OP.json [MAX] | "
-                 "bench [--help]\n";
+                 "bench [--help] | blas [THREADS]\n";
     return 2;
   }
   kforge::harness::OpSpec spec;

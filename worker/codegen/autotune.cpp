@@ -13,6 +13,7 @@ AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions
   std::string error;
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) {
+    result.status = AutotuneStatus::reference_error;
     result.unsupported = "reference: " + error;
     return result;
   }
@@ -28,6 +29,7 @@ AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions
     if (!gen.ok()) continue;  // schedule_space only lists emittable schedules
     auto check = checker->check(gen.program);
     variant.outcome = harness::outcome_name(check.outcome);
+    variant.check = check;
     if (check.outcome == harness::Outcome::correct && check.kernel) {
       variant.kernel_ms = check.kernel->median_ms;
       variant.speedup = check.speedup;
@@ -43,6 +45,7 @@ AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions
     }
     result.variants.push_back(variant);
   }
+  result.status = result.program.empty() ? AutotuneStatus::no_correct : AutotuneStatus::correct;
   if (result.program.empty())
     result.unsupported = first_failure.empty() ? "no schedule emitted a program" : "no correct variant; first: " + first_failure;
   return result;

@@ -18,10 +18,20 @@ struct VariantResult {
   std::string message;     //!< harness message when not correct
   double kernel_ms = 0.0;  //!< median time (correct only)
   double speedup = 0.0;    //!< vs libtorch eager, same protocol (correct only)
+  harness::CheckResult check;  //!< the full harness record (timings of both sides, environment)
+};
+
+//! How autotune ended.
+enum class AutotuneStatus {
+  correct,         //!< at least one variant passed the Checker
+  unsupported,     //!< the op does not lower (analysis says why)
+  reference_error, //!< the Checker could not be made (the op's reference failed)
+  no_correct,      //!< variants were checked, none was correct
 };
 
 //! The autotune answer: the fastest correct program, or why there is none.
 struct AutotuneResult {
+  AutotuneStatus status = AutotuneStatus::unsupported;  //!< how it ended
   std::string unsupported;  //!< non-empty when the op does not lower or no variant was correct
   std::string program;      //!< the winning program
   Schedule schedule;        //!< its schedule

@@ -36,13 +36,13 @@ struct Schedule {
 };
 
 //! What kind of kernel one stage becomes.
-enum class StageKind { pointwise, reduce_rows, reduce_full, matmul };
+enum class StageKind { pointwise, reduce_rows, reduce_full, matmul, scan, arg_reduce };
 
 //! One kernel of the program: the node it produces and the nodes fused into it.
 struct Stage {
   StageKind kind = StageKind::pointwise;
   int root = -1;       //!< node whose value the stage writes (to `out` or a scratch buffer)
-  int anchor = -1;     //!< matmul stages: the matmul node (root is its fused epilogue)
+  int anchor = -1;     //!< matmul stages: the matmul node (root is its fused epilogue); scan / arg_reduce stages: that node
   std::vector<int> reduce_axes;  //!< reduce stages: axes reduced (of the reduce input)
   Shape reduce_shape;            //!< reduce stages: shape of the reduced tensor
 };

@@ -31,8 +31,9 @@ struct Kernel {
   std::vector<std::string> size_params, size_args;
   std::string grid, block, attributes, body, scratch;
   std::string output_buffer;
+  std::string output_type = "float";  // "long" for argmax / argmin
 
-  std::string buffer(const std::string& name) {
+  std::string buffer(const std::string& name, const std::string& type = "float") {
     auto it = buffer_param.find(name);
     if (it != buffer_param.end()) return it->second;
     bool var_like = name.size() > 1 && name[0] == 'v' &&
@@ -40,7 +41,7 @@ struct Kernel {
     bool acc_like = name.rfind("acc", 0) == 0;
     std::string param = kReserved.count(name) || var_like || acc_like ? "in_" + name : name;
     buffer_param[name] = param;
-    params.push_back("__global const float* restrict " + param);
+    params.push_back("__global const " + type + "* restrict " + param);
     args.push_back(name);
     return param;
   }
@@ -61,6 +62,7 @@ struct Kernel {
   }
 
   std::string dim(const Dim& d) {
+    if (!d.formula.empty()) return size(d.formula, "size_sum");
     if (d.axis < 0) return std::to_string(d.value);
     return size(d.expr(), d.input + "_size" + std::to_string(d.axis));
   }
@@ -70,7 +72,7 @@ struct Kernel {
     std::string all_args;
     std::vector<std::string> all_params = params;
     std::vector<std::string> launch = args;
-    all_params.push_back("__global float* restrict " + std::string(output_buffer == "out" ? "out" : output_buffer));
+    all_params.push_back("__global " + output_type + "* restrict " + output_buffer);
     launch.push_back(output_buffer);
     for (size_t idx = 0; idx < size_params.size(); ++idx) {
       all_params.push_back("int " + size_params[idx]);  // the harness parser reads `int n`, not `const int n`
@@ -152,7 +154,7 @@ class ProgramEmitter {
     for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
       const Stage& stage = a_.stages[stage_idx];
       // Kernel names carry the stage kind, so an op named like a builtin (abs, exp) stays legal.
-      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul"};
+      static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
       std::string base = a_.op_name + "_" + kSuffix[static_cast<int>(stage.kind)];
       if (a_.stages.size() > 1) base += std::to_string(stage_idx);
       std::string err;
@@ -162,6 +164,8 @@ class ProgramEmitter {
         case StageKind::reduce_rows: text = reduce_rows(stage, base, err); break;
         case StageKind::reduce_full: text = reduce_full(stage, base, err); break;
         case StageKind::matmul: text = matmul(stage, base, err); break;
+        case StageKind::scan: text = scan(stage, base, err); break;
+        case StageKind::arg_reduce: text = arg_reduce(stage, base, err); break;
       }
       if (!err.empty()) {
         gen.unsupported = err;
@@ -200,7 +204,7 @@ class ProgramEmitter {
       // Stride of `axis`: the product of the later dims (registered as size params only when used).
       std::string stride;
       for (int later = axis + 1; later < static_cast<int>(shape.size()); ++later) {
-        if (shape[later].axis < 0 && shape[later].value == 1) continue;
+        if (shape[later].is_literal() && shape[later].value == 1) continue;
         std::string d = k.dim(shape[later]);
         if (d != "1") stride += (stride.empty() ? "" : "*") + d;
       }
@@ -218,7 +222,98 @@ class ProgramEmitter {
   std::string reduce_full(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
+  std::string scan(const Stage& stage, const std::string& name, std::string& err);
+  std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
 };
+
+// ------------------------------------------------------------- scan, arg_reduce
+// One work-item per line along one dim of the [outer, len, inner] view of `shape`;
+// adjacent work-items take adjacent inner positions, so for inner > 1 each step of
+// the loop reads a contiguous run. Returns the lines that compute `base` (the line's
+// first element) and sets `len` / `step` (the loop's bound and element offset).
+std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, std::string& len, std::string& step) {
+  Shape outer_dims(shape.begin(), shape.begin() + axis), inner_dims(shape.begin() + axis + 1, shape.end());
+  Shape line_dims = outer_dims;
+  line_dims.insert(line_dims.end(), inner_dims.begin(), inner_dims.end());
+  const std::string lines_expr = numel_expr(line_dims);
+  const std::string lines = k.size(lines_expr, "lines");
+  len = k.dim(shape[axis]);
+  std::string inner = "1";
+  for (const auto& d : inner_dims) {
+    std::string size = k.dim(d);
+    if (size != "1") inner = inner == "1" ? size : inner + "*" + size;
+  }
+  k.grid = "cdiv(" + lines_expr + ", " + std::to_string(work_group) + ")";
+  k.block = std::to_string(work_group);
+  std::ostringstream body;
+  body << "  const int gid = get_global_id(0);\n";
+  body << "  if (gid >= " << lines << ") return;\n";
+  if (inner == "1") {
+    body << "  const int base = gid * " << len << ";\n";
+  } else if (outer_dims.empty()) {
+    body << "  const int base = gid;\n";
+  } else {
+    body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
+  }
+  step = inner == "1" ? "r" : "r * " + inner;
+  return body.str();
+}
+
+// A running sum in a register: one read and one write per element.
+std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "sum") {
+    err = "scan op " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, len, step);
+  body << "  float acc = 0.0f;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 0; r < " << len << "; ++r) {\n";
+  body << "    acc += " << src << "[base + " << step << "];\n";
+  body << "    " << k.output_buffer << "[base + " << step << "] = acc;\n";
+  body << "  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// argmax / argmin along one dim: the first index of the extreme (NaN counts as the
+// maximum and the minimum, as in torch), written as a long.
+std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "argmax" && node.op != "argmin") {
+    err = "arg reduction " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  k.output_type = "long";
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, len, step);
+  const std::string better = node.op == "argmax" ? ">" : "<";
+  body << "  float best = " << src << "[base];\n";
+  body << "  int best_idx = 0;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 1; r < " << len << "; ++r) {\n";
+  body << "    const float v = " << src << "[base + " << step << "];\n";
+  body << "    if (v " << better << " best || (isnan(v) && !isnan(best))) {\n";
+  body << "      best = v;\n";
+  body << "      best_idx = r;\n";
+  body << "    }\n";
+  body << "  }\n";
+  body << "  " << k.output_buffer << "[gid] = best_idx;\n";
+  k.body = body.str();
+  return k.render();
+}
 
 // ------------------------------------------------------------------- pointwise
 // One work-item per output element (or per_item of them, grid-stride; or floatN
@@ -239,9 +334,11 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     ExprEmitter e(g_, vec, &counter);
     e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
     e.on_view = [&] { contiguous = false; };
+    e.dim = [&](const Dim& d) { return k.dim(d); };
     e.load = [&, vec](int id, const std::vector<std::string>& c) -> std::string {
-      std::string buf = k.buffer(buffer_name(id));
-      const Shape& shape = g_.nodes[id].shape;
+      const Node& leaf = g_.nodes[id];
+      std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
+      const Shape& shape = leaf.shape;
       if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
       bool linear = static_cast<int>(c.size()) == rank && c == coords;
       for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
@@ -381,7 +478,7 @@ struct PatternMap {
       int kept = 0;
       for (int s : node.src)
         if (s >= 0) size_one_only = size_one_only && s == kept++;
-      if (!size_one_only) error = "a permuting view inside a reduction region is not supported";
+      if (!size_one_only || !node.flip.empty()) error = "a permuting view inside a reduction region is not supported";
     } else {
       for (int a : node.args) p = join(p, of(a));
     }

@@ -2,6 +2,7 @@
 // node, with broadcasting and views resolved into coordinates. Test: ctest -R codegen.
 #include "worker/codegen/emit_expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -68,12 +69,19 @@ std::string ExprEmitter::value(int id, const std::vector<std::string>& coords) {
   if (node.kind == NodeKind::view) {
     if (on_view) on_view();
     std::vector<std::string> arg_coords(g_.nodes[node.args[0]].shape.size(), "0");
-    for (size_t axis = 0; axis < node.src.size() && axis < coords.size(); ++axis)
-      if (node.src[axis] >= 0) arg_coords[node.src[axis]] = coords[axis];
+    for (size_t axis = 0; axis < node.src.size() && axis < coords.size(); ++axis) {
+      if (node.src[axis] < 0) continue;
+      bool flipped = std::find(node.flip.begin(), node.flip.end(), static_cast<int>(axis)) != node.flip.end();
+      if (flipped && !dim) throw std::logic_error("flip outside a pointwise stage");
+      // Reversed dim: element c reads from size - 1 - c.
+      arg_coords[node.src[axis]] = flipped ? "(" + dim(node.shape[axis]) + " - 1 - " + coords[axis] + ")" : coords[axis];
+    }
     return memo[key] = value(node.args[0], arg_coords);
   }
   bool boolean = false;
   current_outer_ = outer;
+  // A gather's value is the data variable it reads: no copy line.
+  if (node.kind == NodeKind::gather) return memo[key] = compute(id, coords, boolean);
   std::string expr = compute(id, coords, boolean);
   std::string var = "v" + std::to_string((*counter_)++);
   (outer ? outer_ : lines_).push_back("const " + type(boolean) + " " + var + " = " + expr + ";");
@@ -161,6 +169,36 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
       return a + " " + it->second + " " + b;
     }
     throw std::logic_error("binary op without emission: " + op);
+  }
+  if (node.kind == NodeKind::gather) {
+    // The index is read once into an int, then the data at the gathered coordinate.
+    if (!dim) throw std::logic_error("gather outside a pointwise stage");
+    if (on_view) on_view();
+    std::vector<std::string> index_coords;
+    for (int axis : node.index_src) index_coords.push_back(coords.at(axis));
+    std::string at = helper("const int %s = (int)" + load(node.args[1], index_coords) + ";");
+    std::vector<std::string> data_coords;
+    for (int axis : node.src) data_coords.push_back(axis < 0 ? at : coords.at(axis));
+    return as_float(value(node.args[0], data_coords));
+  }
+  if (node.kind == NodeKind::concat) {
+    // Both parts are read at clamped (always in-bounds) coordinates and one is
+    // selected: no out-of-bounds read, no divergent branch.
+    if (!dim) throw std::logic_error("cat outside a pointwise stage");
+    if (on_view) on_view();
+    const int axis = node.axes.at(0);
+    const std::string& c = coords.at(axis);
+    std::string result, start = "0";  // where the current part begins along `axis`
+    for (size_t part = 0; part < node.args.size(); ++part) {
+      std::string size = dim(g_.nodes[node.args[part]].shape[axis]);
+      std::vector<std::string> part_coords = coords;
+      std::string local = start == "0" ? c : "(" + c + " - " + start + ")";
+      part_coords[axis] = "clamp(" + local + ", 0, " + size + " - 1)";
+      std::string v = as_float(value(node.args[part], part_coords));
+      result = part == 0 ? v : "(" + c + " < " + start + " ? " + result + " : " + v + ")";
+      start = start == "0" ? size : "(" + start + " + " + size + ")";
+    }
+    return result;
   }
   if (node.kind == NodeKind::where) {
     std::string c = as_cond(arg(0)), a = f(1), b = f(2);

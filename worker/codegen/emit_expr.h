@@ -33,8 +33,10 @@ class ExprEmitter {
   std::function<bool(int id)> is_leaf;
   //! True for nodes that go to the outer (per-row) scope instead of the loop body.
   std::function<bool(int id)> hoist;
-  //! Called when a view is crossed (pointwise stages track contiguity).
+  //! Called when a view or a concat is crossed (pointwise stages track contiguity).
   std::function<void()> on_view;
+  //! The kernel's name for a size (flip and cat coordinates need it); unset outside pointwise stages.
+  std::function<std::string(const Dim& dim)> dim;
   //! Nodes whose value already sits in a variable (reduction results, matmul accumulators).
   std::map<int, std::string> known;
   //! C expression for the number of elements each reduction combines (red_len nodes).

@@ -46,14 +46,16 @@ class Importer {
                         std::to_string(spec_.inputs.size()));
     for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
       const auto& in = spec_.inputs[input_idx];
-      if (in.dtype != harness::DType::float32)
+      const bool integer = in.dtype == harness::DType::int64 || in.dtype == harness::DType::int32;
+      if (in.dtype != harness::DType::float32 && !integer)
         throw Unsupported("input '" + in.name + "' is " + harness::dtype_name(in.dtype) +
-                          "; the teacher handles float32 inputs only");
+                          "; the teacher handles float32 inputs (and int32/int64 gather indices) only");
       Node node;
       node.kind = NodeKind::input;
+      if (integer) node.int_type = in.dtype == harness::DType::int64 ? "long" : "int";
       node.input_index = static_cast<int>(input_idx);
       for (size_t axis = 0; axis < in.shape.size(); ++axis)
-        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis)});
+        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), ""});
       g_.input_names.push_back(in.name);
       g_.input_shapes.push_back(node.shape);
       Val v;
@@ -90,6 +92,14 @@ class Importer {
   // A tensor operand; numbers become scalar constants.
   int tensor(const torch::jit::Value* value) {
     const Val& v = get(value);
+    if (v.kind == Val::Kind::tensor && !g_.nodes[v.node].int_type.empty()) {
+      const Node& n = g_.nodes[v.node];
+      if (n.kind != NodeKind::input)
+        throw Unsupported("an argmax / argmin result used as data is not supported (the teacher computes floats)");
+      throw Unsupported("input '" + g_.input_names[n.input_index] +
+                        "' is an integer tensor; the teacher reads integer inputs only as gather / embedding / "
+                        "index_select indices");
+    }
     if (v.kind == Val::Kind::tensor) return v.node;
     if (v.kind == Val::Kind::number || v.kind == Val::Kind::boolean) {
       if (v.from_size) throw Unsupported("a tensor size used as data (x.size(i) in arithmetic) is not supported");
@@ -183,6 +193,70 @@ class Importer {
     node.src = src;
     for (int s : src) node.shape.push_back(s < 0 ? Dim::literal(1) : shape(a)[s]);
     return g_.add(node);
+  }
+
+  // torch.flip: an identity view that reads `axes` backwards.
+  int flip(int a, const std::vector<int>& axes) {
+    std::vector<int> src;
+    for (int axis = 0; axis < static_cast<int>(shape(a).size()); ++axis) src.push_back(axis);
+    int id = view(a, src);
+    g_.nodes[id].flip = axes;
+    return id;
+  }
+
+  // torch.cat along `dim`: the joined size is a formula over the parts' sizes.
+  int concat(const std::vector<int>& parts, int64_t dim) {
+    if (parts.empty()) throw Unsupported("cat of an empty list");
+    const Shape& first = shape(parts[0]);
+    int rank = static_cast<int>(first.size());
+    int axis = static_cast<int>(dim < 0 ? dim + rank : dim);
+    if (axis < 0 || axis >= rank) throw Unsupported("cat dim " + std::to_string(dim) + " out of range");
+    Node node;
+    node.kind = NodeKind::concat;
+    node.args = parts;
+    node.axes = {axis};
+    node.shape = first;
+    Dim joined = first[axis];
+    std::string formula = first[axis].expr();
+    for (size_t part = 1; part < parts.size(); ++part) {
+      const Shape& s = shape(parts[part]);
+      if (static_cast<int>(s.size()) != rank) throw Unsupported("cat of tensors of different ranks");
+      for (int other = 0; other < rank; ++other)
+        if (other != axis && s[other].value != first[other].value)
+          throw Unsupported("cat: sizes differ outside the cat dim (no broadcasting)");
+      joined.value += s[axis].value;
+      formula += " + " + s[axis].expr();
+    }
+    if (parts.size() > 1) joined = Dim{joined.value, "", -1, "(" + formula + ")"};
+    node.shape[axis] = joined;
+    return g_.add(node);
+  }
+
+  // An integer input used as indices (computed indices are not supported).
+  int index_tensor(const torch::jit::Value* value) {
+    const Val& v = get(value);
+    if (v.kind != Val::Kind::tensor || g_.nodes[v.node].kind != NodeKind::input || g_.nodes[v.node].int_type.empty())
+      throw Unsupported("indices must be an int32/int64 input of the op (computed indices are not supported)");
+    return v.node;
+  }
+
+  // out[c] = data[c with dim `axis` replaced by index[c restricted to index_src]].
+  int gather(int data, int index, const std::vector<int>& data_src, const std::vector<int>& index_src,
+             const Shape& out_shape) {
+    Node node;
+    node.kind = NodeKind::gather;
+    node.args = {data, index};
+    node.src = data_src;
+    node.index_src = index_src;
+    node.shape = out_shape;
+    return g_.add(node);
+  }
+
+  int axis_of(int a, int64_t dim) {
+    int rank = static_cast<int>(shape(a).size());
+    int axis = static_cast<int>(dim < 0 ? dim + rank : dim);
+    if (axis < 0 || axis >= rank) throw Unsupported("dim " + std::to_string(dim) + " out of range");
+    return axis;
   }
 
   int transpose(int a, int64_t d0, int64_t d1) {
@@ -475,6 +549,82 @@ void Importer::visit(torch::jit::Node* node) {
       src.insert(src.begin() + d, -1);
     }
     return set(out, view(x, src));
+  }
+
+  // Indexing by an integer input: one gathered dim, every other dim follows the output.
+  if (kind == "aten::embedding") {
+    int w = tensor(arg(0)), idx = index_tensor(arg(1));
+    if (shape(w).size() != 2) throw Unsupported("embedding weight must be 2-d");
+    Shape out_shape = shape(idx);
+    out_shape.push_back(shape(w)[1]);
+    int rank = static_cast<int>(shape(idx).size());
+    std::vector<int> index_src;
+    for (int axis = 0; axis < rank; ++axis) index_src.push_back(axis);
+    return set(out, gather(w, idx, {-1, rank}, index_src, out_shape));
+  }
+  if (kind == "aten::index_select") {
+    int x = tensor(arg(0)), idx = index_tensor(arg(2));
+    int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
+    if (shape(idx).size() != 1) throw Unsupported("index_select indices must be 1-d");
+    Shape out_shape = shape(x);
+    out_shape[axis] = shape(idx)[0];
+    std::vector<int> data_src;
+    for (int d = 0; d < static_cast<int>(out_shape.size()); ++d) data_src.push_back(d == axis ? -1 : d);
+    return set(out, gather(x, idx, data_src, {axis}, out_shape));
+  }
+  if (kind == "aten::gather") {
+    int x = tensor(arg(0)), idx = index_tensor(arg(2));
+    int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
+    if (in.size() > 3 && get(arg(3)).kind == Val::Kind::boolean && boolean(arg(3)))
+      throw Unsupported("gather with sparse_grad is not supported");
+    const Shape &xs = shape(x), &is = shape(idx);
+    if (xs.size() != is.size()) throw Unsupported("gather indices must have the rank of the input");
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (static_cast<int>(d) != axis && is[d].value > xs[d].value)
+        throw Unsupported("gather indices larger than the input outside the gather dim");
+    std::vector<int> data_src, index_src;
+    for (int d = 0; d < static_cast<int>(xs.size()); ++d) {
+      data_src.push_back(d == axis ? -1 : d);
+      index_src.push_back(d);
+    }
+    return set(out, gather(x, idx, data_src, index_src, is));
+  }
+  if (kind == "aten::cumsum") {
+    int x = tensor(arg(0));
+    if (in.size() > 2 && !is_none(arg(2))) throw Unsupported("cumsum with a dtype is not supported");
+    Node node;
+    node.kind = NodeKind::scan;
+    node.op = "sum";
+    node.args = {x};
+    node.axes = {axis_of(x, static_cast<int64_t>(number(arg(1))))};
+    node.shape = shape(x);
+    return set(out, g_.add(node));
+  }
+  if (kind == "aten::argmax" || kind == "aten::argmin") {
+    int x = tensor(arg(0));
+    if (is_none(arg(1))) throw Unsupported(name + " over all elements (no dim) is not supported");
+    int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
+    bool keepdim = in.size() > 2 && boolean(arg(2));
+    Node node;
+    node.kind = NodeKind::arg_reduce;
+    node.op = name;
+    node.args = {x};
+    node.axes = {axis};
+    for (int d = 0; d < static_cast<int>(shape(x).size()); ++d) {
+      if (d != axis) node.shape.push_back(shape(x)[d]);
+      else if (keepdim) node.shape.push_back(Dim::literal(1));
+    }
+    node.int_type = "long";
+    return set(out, g_.add(node));
+  }
+  if (kind == "aten::flip") {
+    int x = tensor(arg(0));
+    return set(out, flip(x, norm_axes(x, int_list(arg(1)))));
+  }
+  if (kind == "aten::cat") {
+    const Val& list = get(arg(0));
+    if (list.kind != Val::Kind::tensors) throw Unsupported("cat needs a list of tensors");
+    return set(out, concat(list.tensors, static_cast<int64_t>(number(arg(1)))));
   }
 
   // Matrix products.

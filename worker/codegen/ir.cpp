@@ -6,7 +6,7 @@ namespace kforge::codegen {
 std::string numel_expr(const Shape& shape) {
   std::string out;
   for (const auto& dim : shape) {
-    if (dim.axis < 0 && dim.value == 1) continue;
+    if (dim.is_literal() && dim.value == 1) continue;
     out += (out.empty() ? "" : "*") + dim.expr();
   }
   return out.empty() ? "1" : out;

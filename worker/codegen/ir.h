@@ -13,12 +13,18 @@ namespace kforge::codegen {
 struct Dim {
   int64_t value = 1;  //!< size at the main shape
   std::string input;  //!< input it comes from ("" for a literal)
-  int axis = -1;      //!< axis of that input; -1 for a literal
+  int axis = -1;      //!< axis of that input; -1 for a literal or a formula
+  std::string formula;  //!< launch expression of a size computed from others ("(x.size(1) + y.size(1))" for cat)
 
-  //! "x.size(1)" or the literal value.
-  std::string expr() const { return axis < 0 ? std::to_string(value) : input + ".size(" + std::to_string(axis) + ")"; }
+  //! "x.size(1)", the formula, or the literal value.
+  std::string expr() const {
+    if (!formula.empty()) return formula;
+    return axis < 0 ? std::to_string(value) : input + ".size(" + std::to_string(axis) + ")";
+  }
+  //! True for a size known when the program is written (neither an input's size nor a formula).
+  bool is_literal() const { return axis < 0 && formula.empty(); }
   //! A literal dimension of size `v`.
-  static Dim literal(int64_t v) { return Dim{v, "", -1}; }
+  static Dim literal(int64_t v) { return Dim{v, "", -1, ""}; }
 };
 
 //! A shape with launch expressions per dimension.
@@ -39,7 +45,11 @@ enum class NodeKind {
   reduce,    //!< op in {sum, max, min} over `axes` of args[0]
   red_len,   //!< the number of elements each reduction of the enclosing region combines
   matmul,    //!< args[0] @ args[1] (rank 1, 2 or 3); bias added as a separate binary node
-  view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim)
+  view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim); `flip` dims reversed
+  concat,    //!< args joined along axes[0] (cat); every arg has the shape of the result except along that axis
+  scan,      //!< inclusive prefix `op` (sum) of args[0] along axes[0] (cumsum)
+  arg_reduce,  //!< index (int64) of the first `op` ("argmax"/"argmin") of args[0] along axes[0]
+  gather,    //!< args[0] (data) read where data dim d is out dim src[d], or the index args[1] (src[d] == -1)
 };
 
 //! One IR node; its value is a float tensor of `shape`.
@@ -53,6 +63,9 @@ struct Node {
   int input_index = -1;    //!< input nodes
   std::vector<int> axes;   //!< reduce axes of args[0]
   std::vector<int> src;    //!< view mapping
+  std::vector<int> flip;   //!< view: output dims read in reverse (torch.flip)
+  std::vector<int> index_src;  //!< gather: index dim j is out dim index_src[j]
+  std::string int_type;    //!< "int" / "long": an integer input (only gather indices read it) or an arg_reduce; "" for float
   Shape shape;             //!< result shape
 };
 

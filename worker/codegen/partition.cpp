@@ -42,12 +42,23 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
     stack.pop_back();
     if (!seen.insert(id).second) continue;
     if (id != root && (materialized.count(id) || is_leaf_kind(g.nodes[id].kind))) continue;
-    if (id != root && g.nodes[id].kind == NodeKind::matmul) continue;
+    const NodeKind kind = g.nodes[id].kind;
+    if (id != root && (kind == NodeKind::matmul || kind == NodeKind::scan || kind == NodeKind::arg_reduce)) continue;
     for (int a : g.nodes[id].args) stack.push_back(a);
   }
   std::vector<int> out(seen.begin(), seen.end());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// True when the region reads some tensor at remapped coordinates (flip, cat, gather), which
+// only the pointwise emitter resolves.
+bool has_index_remap(const Graph& g, const std::vector<int>& nodes) {
+  return std::any_of(nodes.begin(), nodes.end(), [&](int id) {
+    const Node& node = g.nodes[id];
+    return node.kind == NodeKind::concat || node.kind == NodeKind::gather ||
+           (node.kind == NodeKind::view && !node.flip.empty());
+  });
 }
 
 bool same_values(const Shape& a, const Shape& b) {
@@ -65,6 +76,8 @@ std::string Analysis::describe() const {
     const char* name = stage.kind == StageKind::pointwise     ? "pointwise"
                        : stage.kind == StageKind::reduce_rows ? "reduce_rows"
                        : stage.kind == StageKind::reduce_full ? "reduce_full"
+                       : stage.kind == StageKind::scan        ? "scan"
+                       : stage.kind == StageKind::arg_reduce  ? "arg_reduce"
                                                               : "matmul";
     out += (out.empty() ? "" : "+") + std::string(name);
   }
@@ -86,10 +99,20 @@ Analysis analyze(const harness::OpSpec& spec) {
     return analysis;
   }
 
-  // 1. Materialise the output, every matmul and every computed matmul operand.
+  // 1. Materialise the output, every matmul and scan, and every computed operand of one.
   std::set<int> materialized = {output};
   for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
     const Node& node = g.nodes[id];
+    if (node.kind == NodeKind::arg_reduce && id != output) {
+      analysis.unsupported = "argmax / argmin feeding further ops is not supported (the teacher computes floats)";
+      return analysis;
+    }
+    if (node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
+      // The scan kernel reads its operand contiguously: anything computed (views too) goes to scratch first.
+      materialized.insert(id);
+      if (g.nodes[node.args[0]].kind != NodeKind::input) materialized.insert(node.args[0]);
+      continue;
+    }
     if (node.kind != NodeKind::matmul) continue;
     materialized.insert(id);
     for (int operand : node.args) {
@@ -111,8 +134,10 @@ Analysis analyze(const harness::OpSpec& spec) {
     Stage stage;
     stage.root = root;
     const Node& node = g.nodes[root];
-    if (node.kind == NodeKind::matmul) {
-      stage.kind = StageKind::matmul;
+    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
+      stage.kind = node.kind == NodeKind::matmul ? StageKind::matmul
+                   : node.kind == NodeKind::scan ? StageKind::scan
+                                                 : StageKind::arg_reduce;
       stage.anchor = root;
       analysis.stages.push_back(stage);
       continue;
@@ -139,8 +164,16 @@ Analysis analyze(const harness::OpSpec& spec) {
           break;
         }
       }
+      if (stage.kind != StageKind::pointwise && has_index_remap(g, nodes)) {
+        analysis.unsupported = "flip, cat or gather in a matmul epilogue is not supported";
+        return analysis;
+      }
       analysis.stages.push_back(stage);
       continue;
+    }
+    if (has_index_remap(g, nodes)) {
+      analysis.unsupported = "flip, cat or gather inside a reduction region is not supported";
+      return analysis;
     }
     // Reductions: all over the same axes of equally shaped tensors.
     const Node& first = g.nodes[reduces[0]];

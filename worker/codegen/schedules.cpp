@@ -11,12 +11,13 @@ namespace kforge::codegen {
 std::vector<Schedule> schedule_space(const Analysis& analysis) {
   std::vector<Schedule> out;
   if (!analysis.ok()) return out;
-  bool pointwise = false, rows = false, full = false, matmul = false;
+  bool pointwise = false, rows = false, full = false, matmul = false, scan = false;
   for (const auto& stage : analysis.stages) {
     pointwise |= stage.kind == StageKind::pointwise;
     rows |= stage.kind == StageKind::reduce_rows;
     full |= stage.kind == StageKind::reduce_full;
     matmul |= stage.kind == StageKind::matmul;
+    scan |= stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
   }
   std::vector<Schedule> candidates;
   // Matmul tiles x outputs per work-item; the other knobs stay at defaults unless
@@ -75,6 +76,14 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
               s.vector_width = vec;
               candidates.push_back(s);
             }
+      } else if (scan) {
+        for (int wg : {16, 64, 256})
+          for (int u : {1, 4}) {
+            Schedule s = base;
+            s.work_group = wg;
+            s.unroll = u;
+            candidates.push_back(s);
+          }
       } else {
         candidates.push_back(base);
       }

@@ -329,6 +329,7 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   impl.environment.compute_units = device.value("compute_units", 1);
   impl.environment.torch_version = torch_version_string();
   impl.environment.torch_threads = impl.environment.compute_units;
+  impl.environment.blas = blas_description();
   impl.max_block = device.value("max_work_group", int64_t{1024});
   impl.spare = std::move(first);
   return checker;
@@ -597,6 +598,7 @@ std::string CheckResult::to_json() const {
                         {"compute_units", environment.compute_units},
                         {"torch_version", environment.torch_version},
                         {"torch_threads", environment.torch_threads},
+                        {"blas", environment.blas},
                         {"load_average", environment.load_average}};
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},

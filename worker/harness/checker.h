@@ -71,7 +71,8 @@ struct Environment {
   std::string device, platform, device_version, driver_version, opencl_c_version;
   int compute_units = 0;
   std::string torch_version;
-  int torch_threads = 0;     //!< threads of the libtorch baseline (= compute_units)
+  int torch_threads = 0;     //!< threads of the libtorch baseline (= compute_units; OpenBLAS's too)
+  std::string blas;          //!< the BLAS behind eager matmuls (blas_description())
   double load_average = 0;   //!< 1-minute load when the check ran
 };
 

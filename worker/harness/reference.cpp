@@ -10,6 +10,8 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -19,6 +21,15 @@
 
 namespace kforge::harness {
 namespace {
+
+// OpenBLAS keeps its own thread pool: at::set_num_threads does not reach it, so a
+// matched-thread baseline must set it too. Looked up at run time because libtorch
+// links the generic libblas.so.3, which may be netlib (no such symbols) or OpenBLAS.
+void openblas_set_threads(int threads) {
+  using SetThreads = void (*)(int);
+  static auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set && threads > 0) set(threads);
+}
 
 // F.<name> spellings whose libtorch builtin differs or does not exist, with what to write.
 const std::map<std::string, std::string>& functional_hints() {
@@ -294,7 +305,9 @@ Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTens
     return timing;
   }
   int saved_threads = at::get_num_threads();
+  int saved_blas_threads = blas_threads();
   if (threads > 0) at::set_num_threads(threads);
+  openblas_set_threads(threads);
   try {
     std::vector<std::vector<c10::IValue>> stacks;
     for (const auto& inputs : rotations) {
@@ -328,6 +341,7 @@ Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTens
     timing.error = std::string(e.what()).substr(0, 600);
   }
   if (threads > 0) at::set_num_threads(saved_threads);
+  openblas_set_threads(saved_blas_threads);
   return timing;
 }
 
@@ -363,6 +377,22 @@ std::vector<HostTensor> make_inputs(const OpSpec& spec, const ShapeSet& shapes, 
 
 std::string torch_version_string() { return TORCH_VERSION; }
 int torch_threads() { return at::get_num_threads(); }
-void torch_set_threads(int threads) { at::set_num_threads(threads); }
+void torch_set_threads(int threads) {
+  at::set_num_threads(threads);
+  openblas_set_threads(threads);
+}
+
+int blas_threads() {
+  using GetThreads = int (*)();
+  static auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 0;
+}
+
+std::string blas_description() {
+  using GetConfig = char* (*)();
+  static auto config = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  if (!config) return "not OpenBLAS (Debian's default libblas.so.3 is the netlib reference BLAS)";
+  return config();
+}
 
 }  // namespace kforge::harness

@@ -80,7 +80,11 @@ std::vector<HostTensor> make_inputs(const OpSpec& spec, const ShapeSet& shapes, 
 std::string torch_version_string();
 //! libtorch's current intra-op thread count.
 int torch_threads();
-//! Sets libtorch's intra-op thread count.
+//! Sets libtorch's intra-op thread count (and OpenBLAS's, which libtorch does not reach).
 void torch_set_threads(int threads);
+//! The BLAS behind libtorch's matmuls: OpenBLAS's config ("OpenBLAS 0.3.21 ... Zen"), or "not OpenBLAS (...)".
+std::string blas_description();
+//! OpenBLAS's thread count, or 0 when the loaded BLAS is not OpenBLAS.
+int blas_threads();
 
 }  // namespace kforge::harness

@@ -60,9 +60,22 @@ TEST(CodegenAutotune, RowReductionVariantsPassTheChecker) {
   for (const auto& v : result.variants) EXPECT_EQ(v.outcome, "correct") << v.schedule.label() << ": " << v.message;
 }
 
+TEST(CodegenAutotune, ScanAndArgReduceVariantsPassTheChecker) {
+  if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
+  for (const char* source : {"def forward(x: Tensor) -> Tensor:\n    return torch.relu(torch.cumsum(x * 2.0, 1))\n",
+                             "def forward(x: Tensor) -> Tensor:\n    return torch.cumsum(x, 0)\n",
+                             "def forward(x: Tensor) -> Tensor:\n    return torch.argmin(x, 0, True)\n"}) {
+    auto spec = small_op(source, {64, 200});
+    auto result = codegen::autotune(spec, quick_options(), 3);
+    ASSERT_TRUE(result.ok()) << source << result.unsupported;
+    for (const auto& v : result.variants) EXPECT_EQ(v.outcome, "correct") << v.schedule.label() << ": " << v.message;
+  }
+}
+
 TEST(CodegenAutotune, UnsupportedOpSaysWhy) {
-  auto spec = small_op("def forward(x: Tensor) -> Tensor:\n    return torch.cumsum(x, -1)\n", {8, 8});
+  auto spec = small_op("def forward(x: Tensor) -> Tensor:\n    return torch.tril(x)\n", {8, 8});
   auto result = codegen::autotune(spec, quick_options(), 2);
   EXPECT_FALSE(result.ok());
-  EXPECT_NE(result.unsupported.find("aten::cumsum"), std::string::npos) << result.unsupported;
+  EXPECT_EQ(result.status, codegen::AutotuneStatus::unsupported);
+  EXPECT_NE(result.unsupported.find("aten::tril"), std::string::npos) << result.unsupported;
 }

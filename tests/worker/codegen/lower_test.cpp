@@ -120,15 +120,117 @@ TEST(CodegenLower, FullReductionUsesTwoPassesWithScratch) {
 
 TEST(CodegenLower, UnsupportedOpsSayWhy) {
   struct Case {
-    const char* op;
+    const char* source;
     const char* reason;
   };
-  for (auto c : {Case{"cumsum_last", "aten::cumsum"}, Case{"embedding", "int64"}, Case{"argmax_last", "aten::argmax"},
-                 Case{"flip_last", "aten::flip"}}) {
-    auto analysis = codegen::analyze(suite_op(c.op));
-    EXPECT_FALSE(analysis.ok()) << c.op;
-    EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.op << ": " << analysis.unsupported;
+  for (auto c : {Case{"return torch.tril(x)", "aten::tril has no lowering"},
+                 Case{"return torch.argmax(x)", "over all elements (no dim)"},
+                 Case{"return torch.argmax(x, 1) + 1", "argmax / argmin result used as data"},
+                 Case{"return torch.sum(x, [0, 1, 2])", "reduction dim 2 out of range"}}) {
+    harness::OpSpec spec;
+    spec.name = "unsupported";
+    spec.source = std::string("def forward(x: Tensor) -> Tensor:\n    ") + c.source + "\n";
+    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    auto analysis = codegen::analyze(spec);
+    EXPECT_FALSE(analysis.ok()) << c.source;
+    EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.source << ": " << analysis.unsupported;
     EXPECT_FALSE(codegen::emit_program(analysis, codegen::Schedule{}).ok());
+  }
+}
+
+TEST(CodegenLower, ArgmaxWritesTheFirstIndexAsLong) {
+  for (const char* name : {"argmax_last", "argmin_last"}) {
+    auto analysis = codegen::analyze(suite_op(name));
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    EXPECT_EQ(analysis.describe(), "arg_reduce");
+    auto gen = codegen::emit_program(analysis, codegen::Schedule{});
+    ASSERT_TRUE(gen.ok()) << gen.unsupported;
+    EXPECT_TRUE(contains(gen.program, "__global long* restrict out")) << gen.program;
+    // Strict comparison keeps the first of equal extremes, as torch does.
+    EXPECT_TRUE(contains(gen.program, std::string(name) == "argmax_last" ? "if (v > best" : "if (v < best")) << gen.program;
+  }
+}
+
+TEST(CodegenLower, FlipAndCatReadRemappedCoordinates) {
+  auto flip = codegen::analyze(suite_op("flip_last"));
+  ASSERT_TRUE(flip.ok()) << flip.unsupported;
+  EXPECT_EQ(flip.describe(), "pointwise");
+  auto flipped = codegen::emit_program(flip, codegen::Schedule{});
+  ASSERT_TRUE(flipped.ok()) << flipped.unsupported;
+  EXPECT_TRUE(contains(flipped.program, "x_size1 - 1 - c1")) << flipped.program;
+  codegen::Schedule vec;
+  vec.vector_width = 4;
+  EXPECT_FALSE(codegen::emit_program(flip, vec).ok()) << "a reversed read is not contiguous with the output";
+
+  auto cat = codegen::analyze(suite_op("cat_last"));
+  ASSERT_TRUE(cat.ok()) << cat.unsupported;
+  auto joined = codegen::emit_program(cat, codegen::Schedule{});
+  ASSERT_TRUE(joined.ok()) << joined.unsupported;
+  auto parsed = harness::parse_program(joined.program);
+  ASSERT_TRUE(parsed.ok()) << parsed.error << "\n" << joined.program;
+  // The joined size is a launch expression, both parts are read in bounds (clamped).
+  EXPECT_TRUE(contains(joined.program, "(x.size(1) + y.size(1))")) << joined.program;
+  EXPECT_TRUE(contains(joined.program, "clamp((c1 - x_size1), 0, y_size1 - 1)")) << joined.program;
+  EXPECT_FALSE(contains(joined.program, "2048")) << joined.program;
+}
+
+TEST(CodegenLower, CumsumIsAScanStage) {
+  auto last = codegen::analyze(suite_op("cumsum_last"));
+  ASSERT_TRUE(last.ok()) << last.unsupported;
+  EXPECT_EQ(last.describe(), "scan");
+  auto gen = codegen::emit_program(last, codegen::Schedule{});
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "acc += x[base + r];")) << gen.program;
+  auto dim0 = codegen::compile_op(suite_op("cumsum_dim0"), codegen::Schedule{});
+  ASSERT_TRUE(dim0.ok()) << dim0.unsupported;
+  EXPECT_TRUE(contains(dim0.program, "[base + r * lines]")) << "strided along dim 0\n" << dim0.program;
+  // A computed operand is materialised first; what follows the scan is its own stage.
+  harness::OpSpec spec;
+  spec.name = "scan_chain";
+  spec.source = "def forward(x: Tensor) -> Tensor:\n    return torch.relu(torch.cumsum(x * 2.0, 1))\n";
+  spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+  auto chain = codegen::analyze(spec);
+  ASSERT_TRUE(chain.ok()) << chain.unsupported;
+  EXPECT_EQ(chain.describe(), "pointwise+scan+pointwise");
+  EXPECT_GE(codegen::schedule_space(last).size(), 3u);
+}
+
+TEST(CodegenLower, GathersReadIntegerIndicesOnce) {
+  for (const char* name : {"embedding", "gather_last", "index_select_rows"}) {
+    auto analysis = codegen::analyze(suite_op(name));
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    EXPECT_EQ(analysis.describe(), "pointwise") << name;
+    auto gen = codegen::emit_program(analysis, codegen::Schedule{});
+    ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+    auto parsed = harness::parse_program(gen.program);
+    ASSERT_TRUE(parsed.ok()) << name << ": " << parsed.error << "\n" << gen.program;
+    // int64 indices are a long buffer, read once into an int coordinate.
+    EXPECT_TRUE(contains(gen.program, "__global const long* restrict idx")) << gen.program;
+    EXPECT_TRUE(contains(gen.program, "const int v0 = (int)idx[")) << gen.program;
+  }
+}
+
+TEST(CodegenLower, IntegerInputsAreOnlyIndices) {
+  harness::OpSpec spec;
+  spec.name = "int_math";
+  spec.source = "def forward(x: Tensor, idx: Tensor) -> Tensor:\n    return x + idx\n";
+  spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+  spec.inputs.push_back({"idx", {8, 16}, harness::DType::int64, {harness::DistKind::randint, 0, 4}});
+  auto analysis = codegen::analyze(spec);
+  EXPECT_FALSE(analysis.ok());
+  EXPECT_TRUE(contains(analysis.unsupported, "'idx' is an integer tensor")) << analysis.unsupported;
+}
+
+TEST(CodegenLower, FlipOrCatInsideAReductionSaysWhy) {
+  for (const char* source : {"def forward(x: Tensor) -> Tensor:\n    return torch.sum(torch.flip(x, [1]), 1)\n",
+                             "def forward(x: Tensor) -> Tensor:\n    return torch.amax(torch.cat([x, x], 1), 1)\n"}) {
+    harness::OpSpec spec;
+    spec.name = "remap_reduce";
+    spec.source = source;
+    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    auto analysis = codegen::analyze(spec);
+    EXPECT_FALSE(analysis.ok()) << source;
+    EXPECT_TRUE(contains(analysis.unsupported, "inside a reduction region")) << analysis.unsupported;
   }
 }
 
