@@ -24,6 +24,7 @@
 #include "worker/harness/rules.h"
 #include "worker/harness/sandbox_process.h"
 #include "worker/harness/sha256.h"
+#include "worker/harness/timing.h"
 
 namespace kforge::harness {
 namespace {
@@ -139,6 +140,7 @@ struct Checker::Impl {
   Environment environment;
   int64_t max_block = 1024;
   std::optional<TimingStats> baseline;
+  int baseline_timings = 0;
   std::map<std::string, CheckResult> cache;
   std::optional<SandboxChild> spare;
 
@@ -237,18 +239,37 @@ struct Checker::Impl {
     return outputs;
   }
 
+  TimingProtocol timing_protocol() const {
+    TimingProtocol protocol;
+    protocol.max_seconds = options.time_budget_s;
+    protocol.target_iqr = options.target_iqr;
+    protocol.attempts = options.timing_attempts;
+    protocol.max_contention = options.max_contention;
+    protocol.settle_tolerance = options.settle_tolerance;
+    return protocol;
+  }
+
+  // The eager baseline is timed once per op and reused; a disturbed measurement (the
+  // machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest.
   TimingStats time_baseline() {
-    if (baseline) return *baseline;
+    if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
     std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
-    auto timing = reference->time_forward(sets, environment.compute_units, options.time_budget_s, options.target_iqr);
+    auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol());
+    ++baseline_timings;
+    const TimingRecord& record = timing.record;
     TimingStats stats;
-    stats.median_ms = timing.median_ms;
-    stats.min_ms = timing.min_ms;
-    stats.iqr_ms = timing.iqr_ms;
-    stats.runs = timing.runs;
+    stats.median_ms = record.median_ms;
+    stats.min_ms = record.min_ms;
+    stats.iqr_ms = record.iqr_ms;
+    stats.runs = record.runs;
     stats.rotations = rotations;
-    baseline = stats;
-    return stats;
+    stats.warmup_runs = record.warmup_runs;
+    stats.settled = record.settled;
+    stats.attempts = record.attempts;
+    stats.others_cores = record.others_cores;
+    stats.disturbed = record.disturbed;
+    if (!baseline || stats.others_cores < baseline->others_cores) baseline = stats;
+    return *baseline;
   }
 
   CheckResult run_check(const std::string& program_text, CheckResult& result, clock_type::time_point started);
@@ -526,6 +547,15 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
   result.outcome = Outcome::correct;
   if (!options.time) return result;
 
+  // The pre-started next sandbox initialises OpenCL and compiles a warm-up kernel
+  // (~130 ms of CPU on an idle 2-core machine): let it finish before the timed runs
+  // so the harness never competes with its own measurement.
+  if (spare) {
+    auto spare_started = clock_type::now();
+    std::string spare_error;
+    if (!await_ready(*spare, spare_error)) spare.reset();
+    result.spare_wait_ms = ms_between(spare_started, clock_type::now());
+  }
   auto timing_started = clock_type::now();
   json time_command{{"cmd", "time"},
                     {"plan", json::parse(launch_plan_to_json(plans[0]))},
@@ -533,9 +563,14 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
                     {"rotations", rotations},
                     {"max_seconds", options.time_budget_s},
                     {"target_iqr", options.target_iqr},
+                    {"attempts", options.timing_attempts},
+                    {"max_contention", options.max_contention},
+                    {"settle_tolerance", options.settle_tolerance},
                     {"input_region", arena.input_region},
                     {"arena_bytes", arena.total}};
-  if (!exchange(time_command, options.time_budget_s * 3 + options.trial_timeout_s * 2, "timing", reply)) return result;
+  // Warm-up (at most half a window) plus up to `attempts` windows, with slack for slow runs.
+  double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
+  if (!exchange(time_command, time_limit_s, "timing", reply)) return result;
   if (!reply.value("ok", false)) return finish(Outcome::runtime_error, "timing: " + reply.value("message", reply.dump()));
   TimingStats kernel;
   kernel.median_ms = reply.value("median_ms", 0.0);
@@ -544,6 +579,11 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
   kernel.runs = reply.value("runs", 0);
   kernel.kernel_median_ms = reply.value("kernel_median_ms", 0.0);
   kernel.rotations = reply.value("rotations", 1);
+  kernel.warmup_runs = reply.value("warmup_runs", 0);
+  kernel.settled = reply.value("settled", false);
+  kernel.attempts = reply.value("attempts", 1);
+  kernel.others_cores = reply.value("others_cores", 0.0);
+  kernel.disturbed = reply.value("disturbed", false);
   proc.write_all("{\"cmd\":\"quit\"}\n");
   result.kernel = kernel;
   result.baseline = time_baseline();
@@ -575,8 +615,12 @@ std::string CheckResult::to_json() const {
     out["mismatch"] = m;
   }
   auto timing = [](const TimingStats& t) {
-    return json{{"median_ms", t.median_ms}, {"min_ms", t.min_ms},     {"iqr_ms", t.iqr_ms},
-                {"runs", t.runs},           {"rotations", t.rotations}, {"kernel_median_ms", t.kernel_median_ms}};
+    return json{{"median_ms", t.median_ms},       {"min_ms", t.min_ms},
+                {"iqr_ms", t.iqr_ms},             {"runs", t.runs},
+                {"rotations", t.rotations},       {"kernel_median_ms", t.kernel_median_ms},
+                {"warmup_runs", t.warmup_runs},   {"settled", t.settled},
+                {"attempts", t.attempts},         {"others_cores", t.others_cores},
+                {"disturbed", t.disturbed}};
   };
   if (kernel) out["kernel"] = timing(*kernel);
   if (baseline) out["baseline"] = timing(*baseline);
@@ -600,7 +644,7 @@ std::string CheckResult::to_json() const {
                         {"load_average", environment.load_average}};
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
-                      {"child", child_ms}};
+                      {"spare_wait", spare_wait_ms}, {"child", child_ms}};
   return out.dump();
 }
 

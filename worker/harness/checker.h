@@ -30,8 +30,11 @@ struct CheckOptions {
   bool check_extra_shapes = true;    //!< also one trial per extra shape set
   bool determinism = true;           //!< run the first trial twice; both runs must match
   bool time = true;                  //!< time correct candidates and the libtorch baseline
-  double time_budget_s = 1.0;        //!< per timed side: stop repeating after this long
+  double time_budget_s = 1.0;        //!< per timed side and window: stop repeating after this long
   double target_iqr = 0.02;          //!< ... or once IQR/median is below this
+  int timing_attempts = 2;           //!< timing windows per side at most; another only after a disturbed one
+  double max_contention = 0.25;      //!< other processes using more cores than this during a window = disturbed
+  double settle_tolerance = 0.05;    //!< warm-up ends when consecutive block medians agree within this
   double suspicious_speedup = 10.0;  //!< speedups above this are flagged `suspicious`
   double build_timeout_s = 60;       //!< wall limit for the OpenCL build
   double trial_timeout_s = 10;       //!< wall limit per correctness run
@@ -58,12 +61,17 @@ struct Mismatch {
   int64_t numel = 0;
 };
 
-//! Robust timing summary of one side.
+//! Robust timing summary of one side (the protocol is in timing.h).
 struct TimingStats {
   double median_ms = 0, min_ms = 0, iqr_ms = 0;
   int runs = 0;
   double kernel_median_ms = 0;  //!< device time from profiling events (kernel side only)
   int rotations = 1;            //!< input/output sets rotated through
+  int warmup_runs = 0;          //!< runs before the measured window
+  bool settled = false;         //!< warm-up ended because consecutive timings agreed (not at its cap)
+  int attempts = 1;             //!< measurement windows run (more than 1: earlier ones were disturbed)
+  double others_cores = 0;      //!< CPU other processes used during the kept window, in cores (-1 unknown)
+  bool disturbed = false;       //!< even the kept window had more contention than max_contention
 };
 
 //! What the timings were measured on.
@@ -93,6 +101,7 @@ struct CheckResult {
   Environment environment;
   double compile_ms = 0, run_ms = 0, time_ms = 0, overhead_ms = 0, total_ms = 0;
   double sandbox_wait_ms = 0;  //!< part of overhead: waiting for the pre-started sandbox to be ready
+  double spare_wait_ms = 0;    //!< part of overhead: before timing, waiting for the next sandbox to finish starting
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
 
   //! JSON object with every field above.
