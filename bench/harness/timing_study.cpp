@@ -234,8 +234,8 @@ json child_main(const json& config) {
           {"self_cores", self_ms / elapsed_ms},
           {"steal_ms", (machine_after.steal - machine_before.steal) * 1000.0 / hz},
           {"threads", run_delay.fds.size()},
-          {"samples_ms", json(std::vector<double>(wall.begin(), wall.begin() + std::min<size_t>(wall.size(), 600)))},
-          {"delays_ms", json(std::vector<double>(delays.begin(), delays.begin() + std::min<size_t>(delays.size(), 600)))}};
+          {"samples_ms", json(std::vector<double>(wall.begin(), wall.begin() + std::min<size_t>(wall.size(), 200)))},
+          {"delays_ms", json(std::vector<double>(delays.begin(), delays.begin() + std::min<size_t>(delays.size(), 200)))}};
 }
 
 // A variant: environment for the child plus config overrides.
