@@ -22,6 +22,19 @@ enum class Outcome { format_error, rule_violation, compile_error, runtime_error,
 //! "format_error", "rule_violation", ..., "correct".
 std::string outcome_name(Outcome outcome);
 
+struct CheckResult;
+
+//! A result cache that outlives one Checker (e.g. a database table shared by every job
+//! and worker), keyed by CheckResult::cache_key plus the options that change results.
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+  //! The stored result JSON (CheckResult::to_json()) for `key`, or nullopt. Must not throw.
+  virtual std::optional<std::string> load(const std::string& key) = 0;
+  //! Stores `result` (its to_json()) under `key` (first writer wins). Must not throw.
+  virtual void save(const std::string& key, const CheckResult& result) = 0;
+};
+
 //! Knobs for checking; defaults suit a worker on PoCL.
 struct CheckOptions {
   std::string device;                //!< OpenCL device name substring ("" = first device)
@@ -42,6 +55,7 @@ struct CheckOptions {
   int64_t sandbox_memory_bytes = int64_t{32} << 30;  //!< RLIMIT_AS of a sandbox child
   int64_t max_scratch_bytes = int64_t{1} << 30;      //!< scratch limit (program_too_large)
   bool cache = true;                 //!< reuse results for identical programs
+  std::shared_ptr<ResultStore> result_store;  //!< persistent cache across Checkers (with `cache`); null = memory only
   std::string build_options = "-cl-std=CL1.2";       //!< OpenCL compiler options
   std::string sandbox_binary;        //!< default: kforge-sandbox next to this executable
   int64_t llc_bytes = 0;             //!< last-level cache size for rotation (0: read from sysfs)
@@ -106,7 +120,17 @@ struct CheckResult {
 
   //! JSON object with every field above.
   std::string to_json() const;
+  //! Parses to_json()'s output back; nullopt if it is not such an object.
+  static std::optional<CheckResult> from_json(const std::string& text);
 };
+
+//! Results with this outcome are kept by a ResultStore: all but timeouts (which can be
+//! the machine's fault) and harness errors (ours, not the candidate's).
+bool result_is_storable(const CheckResult& result);
+
+//! The key a ResultStore uses: cache_key plus a fingerprint of the options that change a
+//! result (trials, extra shapes, determinism, timing, build options, harness version).
+std::string result_store_key(const CheckResult& result, const CheckOptions& options);
 
 //! Checks many candidates for one op, reusing reference outputs, baseline timing,
 //! a pre-started sandbox process and a result cache. Not thread-safe.
