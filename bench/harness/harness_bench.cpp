@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -140,26 +142,82 @@ json spawn_case() {
   return {{"spawn_to_ready_ms_median", median(samples)}, {"samples_ms", samples}};
 }
 
-// The same kernel timed in 10 separate sandboxed checks (a new process each):
-// spread of the medians = (max - min) / median of medians.
-json stability_case(const json& item, const std::string& dir) {
+double load_1m() {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
+// Spread of a set of medians, in the vocabulary ("spread (IQR)"): IQR of the
+// medians / their median; the range (max - min) / median beside it.
+json spread_of(const std::vector<double>& medians) {
+  std::vector<double> sorted = medians;
+  std::sort(sorted.begin(), sorted.end());
+  double mid = sorted[sorted.size() / 2];
+  double iqr = sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4];
+  return {{"kernel_medians_ms", medians}, {"median_of_medians_ms", mid},
+          {"spread_pct", 100 * iqr / mid}, {"range_pct", 100 * (sorted.back() - sorted.front()) / mid}};
+}
+
+// The same kernel timed in `runs` separate runs: each a fresh Checker (new arena,
+// new sandbox processes, its own warm-up), as a user checking it again would get.
+// Interleaved with the same runs with PoCL's threads unpinned (POCL_AFFINITY=0, the
+// harness before the fix) so the comparison is side by side under the same load.
+json stability_case(const json& item, const std::string& dir, bool compare_unpinned) {
   OpSpec spec = load_op(dir + "/" + item["op"].get<std::string>());
   std::string kernel = read_text(dir + "/" + item["kernel"].get<std::string>());
   CheckOptions options;
   options.cache = false;
   options.trials = 1;
   options.time_budget_s = item["time_budget_s"];
-  auto checker = make_checker(spec, options);
-  std::vector<double> medians, baseline_medians;
+  std::vector<std::string> variants = {"pinned"};
+  if (compare_unpinned) variants.push_back("unpinned");
+  std::map<std::string, std::vector<double>> medians;
+  std::map<std::string, json> rows;
   for (int run_idx = 0; run_idx < item["runs"].get<int>(); ++run_idx) {
-    auto result = checker->check(kernel);
-    require_correct(result, "stability");
-    medians.push_back(result.kernel->median_ms);
+    for (size_t pos = 0; pos < variants.size(); ++pos) {
+      const std::string& variant = variants[(pos + run_idx) % variants.size()];  // alternate who goes first
+      if (variant == "unpinned") setenv("POCL_AFFINITY", "0", 1);
+      double load_before = load_1m();
+      auto checker = make_checker(spec, options);
+      auto result = checker->check(kernel);
+      checker.reset();
+      unsetenv("POCL_AFFINITY");
+      require_correct(result, "stability");
+      const TimingStats& t = *result.kernel;
+      medians[variant].push_back(t.median_ms);
+      rows[variant].push_back({{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"iqr_ms", t.iqr_ms}, {"runs", t.runs},
+                               {"device_median_ms", t.kernel_median_ms}, {"warmup_runs", t.warmup_runs},
+                               {"settled", t.settled}, {"attempts", t.attempts}, {"others_cores", t.others_cores},
+                               {"disturbed", t.disturbed}, {"spare_wait_ms", result.spare_wait_ms},
+                               {"load_1m", load_before}});
+      std::cerr << "  " << variant << " run " << run_idx << ": median " << t.median_ms << " ms, others "
+                << t.others_cores << " cores, load " << load_before << "\n";
+    }
   }
-  double mid = median(medians);
-  double spread = (*std::max_element(medians.begin(), medians.end()) - *std::min_element(medians.begin(), medians.end())) / mid;
-  return {{"op", spec.name}, {"kernel_medians_ms", medians}, {"median_of_medians_ms", mid},
-          {"spread_pct", spread * 100}};
+  json out{{"op", spec.name}, {"kernel", item["kernel"]}, {"separate_runs", item["runs"]},
+           {"time_budget_s", options.time_budget_s}};
+  for (const auto& variant : variants) {
+    json entry = spread_of(medians[variant]);
+    entry["runs"] = rows[variant];
+    int disturbed = 0;
+    for (const auto& row : rows[variant]) disturbed += row["disturbed"].get<bool>() ? 1 : 0;
+    entry["disturbed_runs"] = disturbed;
+    out[variant] = entry;
+  }
+  return out;
+}
+
+// Waits up to `max_wait_s` for the 1-minute load average to drop below `threshold`
+// (the machine is shared with other people's builds): the stability goal is for an idle machine.
+json wait_quiet(double threshold, double max_wait_s) {
+  auto start = clock_type::now();
+  double load = load_1m();
+  while (load >= threshold && seconds_since(start) < max_wait_s) {
+    sleep(5);
+    load = load_1m();
+  }
+  return {{"threshold", threshold}, {"waited_s", seconds_since(start)}, {"load_1m_at_start", load},
+          {"quiet", load < threshold}};
 }
 
 json timed(Checker& checker, const std::string& kernel, const std::string& what) {
@@ -206,6 +264,8 @@ json silu_mul_case(const json& item, const std::string& dir) {
 
 int main(int argc, char** argv) {
   std::string cases_path = "bench/harness/cases.json", out_path, only;
+  double quiet_wait_s = 0;
+  bool compare_unpinned = true;
   std::string command_line;
   for (int arg_idx = 0; arg_idx < argc; ++arg_idx) command_line += (arg_idx ? " " : "") + std::string(argv[arg_idx]);
   for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx) {
@@ -213,6 +273,8 @@ int main(int argc, char** argv) {
     if (arg == "--cases") cases_path = argv[++arg_idx];
     else if (arg == "--out") out_path = argv[++arg_idx];
     else if (arg == "--only") only = argv[++arg_idx];
+    else if (arg == "--wait-quiet") quiet_wait_s = std::atof(argv[++arg_idx]);
+    else if (arg == "--compare-unpinned") compare_unpinned = std::string(argv[++arg_idx]) != "0";
   }
   try {
     json cases = json::parse(read_text(cases_path));
@@ -222,7 +284,9 @@ int main(int argc, char** argv) {
     out["environment"] = {{"date", shell("date -u +%Y-%m-%dT%H:%M:%SZ")}, {"uptime_before", shell("uptime")},
                           {"nproc", shell("nproc")}, {"cpu", shell("lscpu | grep 'Model name' | sed 's/.*: *//'")},
                           {"git_commit", shell("git rev-parse HEAD 2>/dev/null")},
-                          {"note", "shared 2-core machine: other helpers were compiling during the run; see uptime"}};
+                          {"git_dirty", !shell("git status --porcelain -- worker bench 2>/dev/null").empty()},
+                          {"note", "shared 2-core machine: other people's builds may run at the same time; see uptime "
+                                   "and, per timing, others_cores (CPU other processes used while it was measured)"}};
     auto want = [&](const std::string& name) { return only.empty() || only == name; };
     if (want("throughput")) {
       json rows = json::array();
@@ -237,9 +301,15 @@ int main(int argc, char** argv) {
       out["sandbox_spawn"] = spawn_case();
     }
     if (want("stability")) {
+      if (quiet_wait_s > 0) {
+        std::cerr << "waiting up to " << quiet_wait_s << " s for load average < 0.5...\n";
+        out["quiet_wait"] = wait_quiet(0.5, quiet_wait_s);
+      }
+      out["environment"]["uptime_before_stability"] = shell("uptime");
       std::cerr << "stability...\n";
-      out["stability"] = stability_case(cases["stability"], dir);
-      out["timing_spread_pct"] = out["stability"]["spread_pct"];
+      out["stability"] = stability_case(cases["stability"], dir, compare_unpinned);
+      out["timing_spread_pct"] = out["stability"]["pinned"]["spread_pct"];
+      out["timing_range_pct"] = out["stability"]["pinned"]["range_pct"];
     }
     if (want("silu_mul")) {
       std::cerr << "silu_mul 16M...\n";

@@ -24,6 +24,7 @@
 #include "worker/harness/rules.h"
 #include "worker/harness/sandbox_process.h"
 #include "worker/harness/sha256.h"
+#include "worker/harness/timing.h"
 
 namespace kforge::harness {
 namespace {
@@ -139,6 +140,7 @@ struct Checker::Impl {
   Environment environment;
   int64_t max_block = 1024;
   std::optional<TimingStats> baseline;
+  int baseline_timings = 0;
   std::map<std::string, CheckResult> cache;
   std::optional<SandboxChild> spare;
 
@@ -237,18 +239,37 @@ struct Checker::Impl {
     return outputs;
   }
 
+  TimingProtocol timing_protocol() const {
+    TimingProtocol protocol;
+    protocol.max_seconds = options.time_budget_s;
+    protocol.target_iqr = options.target_iqr;
+    protocol.attempts = options.timing_attempts;
+    protocol.max_contention = options.max_contention;
+    protocol.settle_tolerance = options.settle_tolerance;
+    return protocol;
+  }
+
+  // The eager baseline is timed once per op and reused; a disturbed measurement (the
+  // machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest.
   TimingStats time_baseline() {
-    if (baseline) return *baseline;
+    if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
     std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
-    auto timing = reference->time_forward(sets, environment.compute_units, options.time_budget_s, options.target_iqr);
+    auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol());
+    ++baseline_timings;
+    const TimingRecord& record = timing.record;
     TimingStats stats;
-    stats.median_ms = timing.median_ms;
-    stats.min_ms = timing.min_ms;
-    stats.iqr_ms = timing.iqr_ms;
-    stats.runs = timing.runs;
+    stats.median_ms = record.median_ms;
+    stats.min_ms = record.min_ms;
+    stats.iqr_ms = record.iqr_ms;
+    stats.runs = record.runs;
     stats.rotations = rotations;
-    baseline = stats;
-    return stats;
+    stats.warmup_runs = record.warmup_runs;
+    stats.settled = record.settled;
+    stats.attempts = record.attempts;
+    stats.others_cores = record.others_cores;
+    stats.disturbed = record.disturbed;
+    if (!baseline || stats.others_cores < baseline->others_cores) baseline = stats;
+    return *baseline;
   }
 
   CheckResult run_check(const std::string& program_text, CheckResult& result, clock_type::time_point started);
@@ -340,15 +361,27 @@ CheckResult Checker::check(const std::string& program_text) {
   CheckResult result;
   result.program_hash = sha256_hex(program_text);
   result.cache_key = impl_->op_hash.substr(0, 16) + ":" + result.program_hash + ":" + impl_->environment.device;
+  auto serve_cached = [&](CheckResult cached) {
+    cached.cached = true;
+    cached.total_ms = ms_between(started, clock_type::now());
+    cached.overhead_ms = cached.total_ms;
+    cached.compile_ms = cached.run_ms = cached.time_ms = 0;
+    cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = 0;
+    return cached;
+  };
+  const auto& store = impl_->options.result_store;
   if (impl_->options.cache) {
     auto hit = impl_->cache.find(result.program_hash);
-    if (hit != impl_->cache.end()) {
-      CheckResult cached = hit->second;
-      cached.cached = true;
-      cached.total_ms = ms_between(started, clock_type::now());
-      cached.overhead_ms = cached.total_ms;
-      cached.compile_ms = cached.run_ms = cached.time_ms = 0;
-      return cached;
+    if (hit != impl_->cache.end()) return serve_cached(hit->second);
+    // Checked before by another Checker (another job, another worker) on this device.
+    if (store) {
+      if (auto text = store->load(result_store_key(result, impl_->options))) {
+        if (auto stored = CheckResult::from_json(*text);
+            stored && stored->program_hash == result.program_hash && stored->cache_key == result.cache_key) {
+          impl_->cache[result.program_hash] = *stored;
+          return serve_cached(*stored);
+        }
+      }
     }
   }
   result.weak_test = impl_->weak;
@@ -364,8 +397,26 @@ CheckResult Checker::check(const std::string& program_text) {
   }
   result.total_ms = ms_between(started, clock_type::now());
   result.overhead_ms = std::max(0.0, result.total_ms - result.compile_ms - result.run_ms - result.time_ms);
-  if (impl_->options.cache) impl_->cache[result.program_hash] = result;
+  if (impl_->options.cache) {
+    impl_->cache[result.program_hash] = result;
+    if (store && result_is_storable(result))
+      store->save(result_store_key(result, impl_->options), result);
+  }
   return result;
+}
+
+bool result_is_storable(const CheckResult& result) {
+  if (result.outcome == Outcome::timeout) return false;
+  return result.message.rfind("harness error", 0) != 0;
+}
+
+std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
+  // Bump the harness version when a change makes earlier verdicts or timings stale.
+  std::string fingerprint = "harness=2;trials=" + std::to_string(options.trials) +
+                            ";extra=" + std::to_string(options.check_extra_shapes) +
+                            ";determinism=" + std::to_string(options.determinism) +
+                            ";time=" + std::to_string(options.time) + ";build=" + options.build_options;
+  return result.cache_key + ":" + sha256_hex(fingerprint).substr(0, 16);
 }
 
 CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResult& result,
@@ -527,6 +578,15 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
   result.outcome = Outcome::correct;
   if (!options.time) return result;
 
+  // The pre-started next sandbox initialises OpenCL and compiles a warm-up kernel
+  // (~130 ms of CPU on an idle 2-core machine): let it finish before the timed runs
+  // so the harness never competes with its own measurement.
+  if (spare) {
+    auto spare_started = clock_type::now();
+    std::string spare_error;
+    if (!await_ready(*spare, spare_error)) spare.reset();
+    result.spare_wait_ms = ms_between(spare_started, clock_type::now());
+  }
   auto timing_started = clock_type::now();
   json time_command{{"cmd", "time"},
                     {"plan", json::parse(launch_plan_to_json(plans[0]))},
@@ -534,9 +594,14 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
                     {"rotations", rotations},
                     {"max_seconds", options.time_budget_s},
                     {"target_iqr", options.target_iqr},
+                    {"attempts", options.timing_attempts},
+                    {"max_contention", options.max_contention},
+                    {"settle_tolerance", options.settle_tolerance},
                     {"input_region", arena.input_region},
                     {"arena_bytes", arena.total}};
-  if (!exchange(time_command, options.time_budget_s * 3 + options.trial_timeout_s * 2, "timing", reply)) return result;
+  // Warm-up (at most half a window) plus up to `attempts` windows, with slack for slow runs.
+  double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
+  if (!exchange(time_command, time_limit_s, "timing", reply)) return result;
   if (!reply.value("ok", false)) return finish(Outcome::runtime_error, "timing: " + reply.value("message", reply.dump()));
   TimingStats kernel;
   kernel.median_ms = reply.value("median_ms", 0.0);
@@ -545,6 +610,11 @@ CheckResult Checker::Impl::run_check(const std::string& program_text, CheckResul
   kernel.runs = reply.value("runs", 0);
   kernel.kernel_median_ms = reply.value("kernel_median_ms", 0.0);
   kernel.rotations = reply.value("rotations", 1);
+  kernel.warmup_runs = reply.value("warmup_runs", 0);
+  kernel.settled = reply.value("settled", false);
+  kernel.attempts = reply.value("attempts", 1);
+  kernel.others_cores = reply.value("others_cores", 0.0);
+  kernel.disturbed = reply.value("disturbed", false);
   proc.write_all("{\"cmd\":\"quit\"}\n");
   result.kernel = kernel;
   result.baseline = time_baseline();
@@ -576,8 +646,12 @@ std::string CheckResult::to_json() const {
     out["mismatch"] = m;
   }
   auto timing = [](const TimingStats& t) {
-    return json{{"median_ms", t.median_ms}, {"min_ms", t.min_ms},     {"iqr_ms", t.iqr_ms},
-                {"runs", t.runs},           {"rotations", t.rotations}, {"kernel_median_ms", t.kernel_median_ms}};
+    return json{{"median_ms", t.median_ms},       {"min_ms", t.min_ms},
+                {"iqr_ms", t.iqr_ms},             {"runs", t.runs},
+                {"rotations", t.rotations},       {"kernel_median_ms", t.kernel_median_ms},
+                {"warmup_runs", t.warmup_runs},   {"settled", t.settled},
+                {"attempts", t.attempts},         {"others_cores", t.others_cores},
+                {"disturbed", t.disturbed}};
   };
   if (kernel) out["kernel"] = timing(*kernel);
   if (baseline) out["baseline"] = timing(*baseline);
@@ -602,8 +676,95 @@ std::string CheckResult::to_json() const {
                         {"load_average", environment.load_average}};
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
-                      {"child", child_ms}};
+                      {"spare_wait", spare_wait_ms}, {"child", child_ms}};
   return out.dump();
+}
+
+std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
+  json in = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!in.is_object() || !in.contains("outcome")) return std::nullopt;
+  try {
+    CheckResult out;
+    static const Outcome outcomes[] = {Outcome::format_error, Outcome::rule_violation, Outcome::compile_error,
+                                       Outcome::runtime_error, Outcome::timeout, Outcome::wrong_output,
+                                       Outcome::correct};
+    bool known = false;
+    for (Outcome outcome : outcomes)
+      if (outcome_name(outcome) == in["outcome"].get<std::string>()) {
+        out.outcome = outcome;
+        known = true;
+      }
+    if (!known) return std::nullopt;
+    out.message = in.value("message", "");
+    out.rule = in.value("rule", "");
+    if (in.contains("mismatch")) {
+      const json& m = in["mismatch"];
+      Mismatch mismatch;
+      mismatch.trial = m.value("trial", "");
+      mismatch.shapes = m.value("shapes", "");
+      mismatch.output = m.value("output", "");
+      mismatch.index = m.value("index", int64_t{-1});
+      mismatch.coords = m.value("coords", "");
+      mismatch.bad_count = m.value("bad_count", int64_t{0});
+      mismatch.numel = m.value("numel", int64_t{0});
+      mismatch.values_hidden = m.value("values_hidden", false);
+      // NaN/Inf travel as strings.
+      auto value = [](const json& v) { return v.is_number() ? v.get<double>() : std::strtod(v.get<std::string>().c_str(), nullptr); };
+      if (m.contains("expected")) mismatch.expected = value(m["expected"]);
+      if (m.contains("actual")) mismatch.actual = value(m["actual"]);
+      out.mismatch = mismatch;
+    }
+    auto timing = [](const json& t) {
+      TimingStats stats;
+      stats.median_ms = t.value("median_ms", 0.0);
+      stats.min_ms = t.value("min_ms", 0.0);
+      stats.iqr_ms = t.value("iqr_ms", 0.0);
+      stats.runs = t.value("runs", 0);
+      stats.rotations = t.value("rotations", 1);
+      stats.kernel_median_ms = t.value("kernel_median_ms", 0.0);
+      stats.warmup_runs = t.value("warmup_runs", 0);
+      stats.settled = t.value("settled", false);
+      stats.attempts = t.value("attempts", 1);
+      stats.others_cores = t.value("others_cores", 0.0);
+      stats.disturbed = t.value("disturbed", false);
+      return stats;
+    };
+    if (in.contains("kernel")) out.kernel = timing(in["kernel"]);
+    if (in.contains("baseline")) out.baseline = timing(in["baseline"]);
+    out.speedup = in.value("speedup", 0.0);
+    out.suspicious = in.value("suspicious", false);
+    out.weak_test = in.value("weak_test", false);
+    out.cached = in.value("cached", false);
+    out.trials_passed = in.value("trials_passed", 0);
+    out.program_hash = in.value("program_hash", "");
+    out.cache_key = in.value("cache_key", "");
+    if (in.contains("environment")) {
+      const json& e = in["environment"];
+      out.environment.device = e.value("device", "");
+      out.environment.platform = e.value("platform", "");
+      out.environment.device_version = e.value("device_version", "");
+      out.environment.driver_version = e.value("driver_version", "");
+      out.environment.opencl_c_version = e.value("opencl_c_version", "");
+      out.environment.compute_units = e.value("compute_units", 0);
+      out.environment.torch_version = e.value("torch_version", "");
+      out.environment.torch_threads = e.value("torch_threads", 0);
+      out.environment.load_average = e.value("load_average", 0.0);
+    }
+    if (in.contains("phases_ms")) {
+      const json& p = in["phases_ms"];
+      out.compile_ms = p.value("compile", 0.0);
+      out.run_ms = p.value("run", 0.0);
+      out.time_ms = p.value("time", 0.0);
+      out.overhead_ms = p.value("overhead", 0.0);
+      out.total_ms = p.value("total", 0.0);
+      out.sandbox_wait_ms = p.value("sandbox_wait", 0.0);
+      out.spare_wait_ms = p.value("spare_wait", 0.0);
+      out.child_ms = p.value("child", 0.0);
+    }
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 CheckResult check_candidate(const OpSpec& spec, const std::string& program_text, const CheckOptions& options) {

@@ -22,6 +22,19 @@ enum class Outcome { format_error, rule_violation, compile_error, runtime_error,
 //! "format_error", "rule_violation", ..., "correct".
 std::string outcome_name(Outcome outcome);
 
+struct CheckResult;
+
+//! A result cache that outlives one Checker (e.g. a database table shared by every job
+//! and worker), keyed by CheckResult::cache_key plus the options that change results.
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+  //! The stored result JSON (CheckResult::to_json()) for `key`, or nullopt. Must not throw.
+  virtual std::optional<std::string> load(const std::string& key) = 0;
+  //! Stores `result` (its to_json()) under `key` (first writer wins). Must not throw.
+  virtual void save(const std::string& key, const CheckResult& result) = 0;
+};
+
 //! Knobs for checking; defaults suit a worker on PoCL.
 struct CheckOptions {
   std::string device;                //!< OpenCL device name substring ("" = first device)
@@ -30,8 +43,11 @@ struct CheckOptions {
   bool check_extra_shapes = true;    //!< also one trial per extra shape set
   bool determinism = true;           //!< run the first trial twice; both runs must match
   bool time = true;                  //!< time correct candidates and the libtorch baseline
-  double time_budget_s = 1.0;        //!< per timed side: stop repeating after this long
+  double time_budget_s = 1.0;        //!< per timed side and window: stop repeating after this long
   double target_iqr = 0.02;          //!< ... or once IQR/median is below this
+  int timing_attempts = 2;           //!< timing windows per side at most; another only after a disturbed one
+  double max_contention = 0.25;      //!< other processes using more cores than this during a window = disturbed
+  double settle_tolerance = 0.05;    //!< warm-up ends when consecutive block medians agree within this
   double suspicious_speedup = 10.0;  //!< speedups above this are flagged `suspicious`
   double build_timeout_s = 60;       //!< wall limit for the OpenCL build
   double trial_timeout_s = 10;       //!< wall limit per correctness run
@@ -39,6 +55,7 @@ struct CheckOptions {
   int64_t sandbox_memory_bytes = int64_t{32} << 30;  //!< RLIMIT_AS of a sandbox child
   int64_t max_scratch_bytes = int64_t{1} << 30;      //!< scratch limit (program_too_large)
   bool cache = true;                 //!< reuse results for identical programs
+  std::shared_ptr<ResultStore> result_store;  //!< persistent cache across Checkers (with `cache`); null = memory only
   std::string build_options = "-cl-std=CL1.2";       //!< OpenCL compiler options
   std::string sandbox_binary;        //!< default: kforge-sandbox next to this executable
   int64_t llc_bytes = 0;             //!< last-level cache size for rotation (0: read from sysfs)
@@ -58,12 +75,17 @@ struct Mismatch {
   int64_t numel = 0;
 };
 
-//! Robust timing summary of one side.
+//! Robust timing summary of one side (the protocol is in timing.h).
 struct TimingStats {
   double median_ms = 0, min_ms = 0, iqr_ms = 0;
   int runs = 0;
   double kernel_median_ms = 0;  //!< device time from profiling events (kernel side only)
   int rotations = 1;            //!< input/output sets rotated through
+  int warmup_runs = 0;          //!< runs before the measured window
+  bool settled = false;         //!< warm-up ended because consecutive timings agreed (not at its cap)
+  int attempts = 1;             //!< measurement windows run (more than 1: earlier ones were disturbed)
+  double others_cores = 0;      //!< CPU other processes used during the kept window, in cores (-1 unknown)
+  bool disturbed = false;       //!< even the kept window had more contention than max_contention
 };
 
 //! What the timings were measured on.
@@ -94,11 +116,22 @@ struct CheckResult {
   Environment environment;
   double compile_ms = 0, run_ms = 0, time_ms = 0, overhead_ms = 0, total_ms = 0;
   double sandbox_wait_ms = 0;  //!< part of overhead: waiting for the pre-started sandbox to be ready
+  double spare_wait_ms = 0;    //!< part of overhead: before timing, waiting for the next sandbox to finish starting
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
 
   //! JSON object with every field above.
   std::string to_json() const;
+  //! Parses to_json()'s output back; nullopt if it is not such an object.
+  static std::optional<CheckResult> from_json(const std::string& text);
 };
+
+//! Results with this outcome are kept by a ResultStore: all but timeouts (which can be
+//! the machine's fault) and harness errors (ours, not the candidate's).
+bool result_is_storable(const CheckResult& result);
+
+//! The key a ResultStore uses: cache_key plus a fingerprint of the options that change a
+//! result (trials, extra shapes, determinism, timing, build options, harness version).
+std::string result_store_key(const CheckResult& result, const CheckOptions& options);
 
 //! Checks many candidates for one op, reusing reference outputs, baseline timing,
 //! a pre-started sandbox process and a result cache. Not thread-safe.

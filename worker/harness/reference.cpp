@@ -137,16 +137,6 @@ std::string summarise_runtime_error(const std::string& what) {
   return message;
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double iqr_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[(values.size() * 3) / 4] - values[values.size() / 4];
-}
-
 }  // namespace
 
 NormalizedSource normalize_source(const std::string& source) {
@@ -298,7 +288,7 @@ ReferenceRun Reference::run(const std::vector<HostTensor>& inputs) const {
 }
 
 Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads,
-                                          double max_seconds, double target_iqr_fraction) const {
+                                          const TimingProtocol& protocol) const {
   Timing timing;
   if (rotations.empty()) {
     timing.error = "no inputs to time";
@@ -317,32 +307,35 @@ Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTens
     }
     c10::InferenceMode guard;
     using clock = std::chrono::steady_clock;
-    for (int warm_idx = 0; warm_idx < 3; ++warm_idx) {
-      auto stack = stacks[warm_idx % stacks.size()];
-      (*impl_->forward)(stack);
-    }
-    std::vector<double> samples;
-    auto start = clock::now();
-    for (size_t run_idx = 0; run_idx < 1000; ++run_idx) {
-      auto stack = stacks[run_idx % stacks.size()];
+    auto run = [&](int run_idx) {
+      auto stack = stacks[static_cast<size_t>(run_idx) % stacks.size()];
       auto t0 = clock::now();
       c10::IValue out = (*impl_->forward)(stack);
-      auto t1 = clock::now();
-      samples.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      double elapsed = std::chrono::duration<double>(t1 - start).count();
-      if (samples.size() >= 10 && iqr_of(samples) <= target_iqr_fraction * median_of(samples)) break;
-      if (samples.size() >= 5 && elapsed > max_seconds) break;
-    }
-    timing.median_ms = median_of(samples);
-    timing.min_ms = *std::min_element(samples.begin(), samples.end());
-    timing.iqr_ms = iqr_of(samples);
-    timing.runs = static_cast<int>(samples.size());
+      TimingSample sample;
+      sample.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      return sample;
+    };
+    TimingProtocol eager = protocol;
+    eager.touch_runs = std::max<int>(protocol.touch_runs, static_cast<int>(stacks.size()));
+    timing.record = run_timing_protocol(run, eager, std::max<int>(3, static_cast<int>(stacks.size())));
+    timing.median_ms = timing.record.median_ms;
+    timing.min_ms = timing.record.min_ms;
+    timing.iqr_ms = timing.record.iqr_ms;
+    timing.runs = timing.record.runs;
   } catch (const std::exception& e) {
     timing.error = std::string(e.what()).substr(0, 600);
   }
   if (threads > 0) at::set_num_threads(saved_threads);
   openblas_set_threads(saved_blas_threads);
   return timing;
+}
+
+Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads,
+                                          double max_seconds, double target_iqr_fraction) const {
+  TimingProtocol protocol;
+  protocol.max_seconds = max_seconds;
+  protocol.target_iqr = target_iqr_fraction;
+  return time_forward(rotations, threads, protocol);
 }
 
 std::vector<HostTensor> make_inputs(const OpSpec& spec, const ShapeSet& shapes, uint64_t seed) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "worker/harness/op_spec.h"
+#include "worker/harness/timing.h"
 
 namespace kforge::harness {
 
@@ -56,14 +57,18 @@ class Reference {
   //! Number of forward() parameters.
   size_t arity() const;
 
-  //! Times forward() like the kernel timer: warm-up, rotated input sets, median/min/IQR.
-  //! `rotations` holds several copies of the inputs (so caches do not flatter).
+  //! Times forward() with the kernel timer's protocol (timing.h), rotating through
+  //! `rotations` (several copies of the inputs, so caches do not flatter).
   struct Timing {
-    double median_ms = 0, min_ms = 0, iqr_ms = 0;
+    double median_ms = 0, min_ms = 0, iqr_ms = 0;  //!< copies of record's, for older callers
     int runs = 0;
+    TimingRecord record;  //!< everything the protocol measured
     std::string error;
   };
   //! Times forward() with `threads` intra-op threads (0 keeps the current setting).
+  Timing time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads,
+                      const TimingProtocol& protocol) const;
+  //! The same with the default protocol but this window length and IQR target.
   Timing time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads, double max_seconds,
                       double target_iqr_fraction) const;
 

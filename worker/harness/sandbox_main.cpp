@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "worker/harness/cl_backend.h"
+#include "worker/harness/timing.h"
 
 using namespace kforge::harness;
 using nlohmann::json;
@@ -94,7 +96,8 @@ class Sandbox {
             {"device",
              {{"name", d.name}, {"platform", d.platform}, {"version", d.version}, {"driver", d.driver_version},
               {"c_version", runtime_.opencl_c_version()}, {"compute_units", d.compute_units},
-              {"is_cpu", runtime_.is_cpu()}, {"max_work_group", runtime_.max_work_group_size()}}}};
+              {"is_cpu", runtime_.is_cpu()}, {"max_work_group", runtime_.max_work_group_size()},
+              {"pocl_affinity", std::getenv("POCL_AFFINITY") ? std::getenv("POCL_AFFINITY") : ""}}}};
   }
 
   json build(const json& cmd) {
@@ -151,16 +154,21 @@ class Sandbox {
     return {{"ok", true}, {"run_ms", run_ms}, {"kernel_ms", events_span_ms(events)}};
   }
 
-  // Warm-up, then repeated runs with clFinish after each, rotating among several
-  // input/output sets (together larger than the last-level cache) so caches do not
-  // flatter; stops when the IQR is within target or the time cap is reached.
+  // The timing protocol of timing.h (warm-up until settled, windows, contention,
+  // retry) with clFinish after each run (device-wide sync), rotating among several
+  // input/output sets (together larger than the last-level cache) so caches do not flatter.
   json time(const json& cmd) {
     LaunchPlan plan = read_plan(cmd);
     arena_.map(cmd.at("input_region").get<int64_t>(), cmd.at("arena_bytes").get<int64_t>());
     auto offsets_in = cmd.at("inputs").get<std::vector<int64_t>>();
     int rotations = std::max(1, cmd.value("rotations", 1));
-    double max_seconds = cmd.value("max_seconds", 1.0), target_iqr = cmd.value("target_iqr", 0.02);
-    int min_runs = cmd.value("min_runs", 5), max_runs = cmd.value("max_runs", 2000);
+    TimingProtocol protocol;
+    protocol.max_seconds = cmd.value("max_seconds", protocol.max_seconds);
+    protocol.target_iqr = cmd.value("target_iqr", protocol.target_iqr);
+    protocol.attempts = cmd.value("attempts", protocol.attempts);
+    protocol.max_contention = cmd.value("max_contention", protocol.max_contention);
+    protocol.settle_tolerance = cmd.value("settle_tolerance", protocol.settle_tolerance);
+    protocol.touch_runs = std::max(2, rotations);
     cl_command_queue queue = runtime_.queue();
     std::vector<std::unique_ptr<GuardedBuffer>> owned;
     std::vector<std::vector<cl_mem>> sets(static_cast<size_t>(rotations));
@@ -172,6 +180,8 @@ class Sandbox {
           sets[set_idx].push_back(scratch[buffer_idx]);  // scratch is shared by all sets
           continue;
         }
+        // Every page is written here (inputs copied, outputs and scratch filled), so
+        // first-touch page faults happen before the warm-up, not inside timed runs.
         owned.push_back(std::make_unique<GuardedBuffer>(runtime_.context(), buffer.bytes, runtime_.is_cpu()));
         if (buffer.role == PlanBuffer::Role::input) owned.back()->write(queue, arena_.inputs + offsets_in.at(buffer.index));
         else owned.back()->fill(queue, 0);
@@ -184,30 +194,31 @@ class Sandbox {
       kernels.push_back(create_plan_kernels(program_.get(), plan));
       bind_plan_args(kernels.back(), plan, sets[set_idx]);
     }
-    // Warm-up touches every rotation set once (first-touch page faults, JIT), within
-    // half the time budget.
-    auto warm_started = std::chrono::steady_clock::now();
-    for (int warm_idx = 0; warm_idx < std::max(2, rotations); ++warm_idx) {
-      enqueue_plan(queue, kernels[warm_idx % rotations], plan, nullptr);
-      KFORGE_CL_CHECK(clFinish(queue));
-      if (warm_idx >= 1 && ms_since(warm_started) > max_seconds * 500) break;
-    }
-    std::vector<double> wall, device;
     std::vector<ClEvent> events;
-    auto begin = std::chrono::steady_clock::now();
-    for (int run_idx = 0; run_idx < max_runs; ++run_idx) {
+    auto run = [&](int run_idx) {
       auto start = std::chrono::steady_clock::now();
       enqueue_plan(queue, kernels[run_idx % rotations], plan, &events);
       KFORGE_CL_CHECK(clFinish(queue));
-      wall.push_back(ms_since(start));
-      device.push_back(events_span_ms(events));
-      if (static_cast<int>(wall.size()) < min_runs) continue;
-      if (ms_since(begin) > max_seconds * 1000) break;
-      if (wall.size() >= 10 && iqr(wall) <= target_iqr * median(wall)) break;
-    }
-    return {{"ok", true},          {"median_ms", median(wall)}, {"min_ms", *std::min_element(wall.begin(), wall.end())},
-            {"iqr_ms", iqr(wall)}, {"runs", wall.size()},       {"kernel_median_ms", median(device)},
-            {"rotations", rotations}};
+      TimingSample sample;
+      sample.wall_ms = ms_since(start);
+      sample.device_ms = events_span_ms(events);
+      return sample;
+    };
+    // A warm-up block visits every rotation set once.
+    TimingRecord record = run_timing_protocol(run, protocol, std::max(3, rotations));
+    return {{"ok", true},
+            {"median_ms", record.median_ms},
+            {"min_ms", record.min_ms},
+            {"iqr_ms", record.iqr_ms},
+            {"runs", record.runs},
+            {"kernel_median_ms", record.device_median_ms},
+            {"rotations", rotations},
+            {"warmup_runs", record.warmup_runs},
+            {"settled", record.settled},
+            {"attempts", record.attempts},
+            {"attempt_medians_ms", record.attempt_medians_ms},
+            {"others_cores", record.others_cores},
+            {"disturbed", record.disturbed}};
   }
 
  private:
@@ -215,14 +226,6 @@ class Sandbox {
   ClProgram program_;
   Arena arena_;
 
-  static double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-  }
-  static double iqr(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() * 3 / 4] - values[values.size() / 4];
-  }
   LaunchPlan read_plan(const json& cmd) {
     if (!program_.get()) throw std::runtime_error("run before a successful build");
     LaunchPlan plan;
@@ -237,6 +240,10 @@ class Sandbox {
 int main(int argc, char** argv) {
   // Die with the parent: a sandbox must never outlive the worker that started it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Pin PoCL's worker threads, one per core (unless the caller chose otherwise).
+  // Unpinned, on a busy machine the threads share cores with other work and the
+  // timings jump by scheduler ticks; see docs/harness.md "Why the timer drifted".
+  setenv("POCL_AFFINITY", "1", 0);
   std::string device;
   for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx)
     if (std::string(argv[arg_idx]) == "--device") device = argv[arg_idx + 1];
