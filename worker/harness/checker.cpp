@@ -749,6 +749,7 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
       out.environment.torch_version = e.value("torch_version", "");
       out.environment.torch_threads = e.value("torch_threads", 0);
       out.environment.load_average = e.value("load_average", 0.0);
+      out.environment.blas = e.value("blas", "");
     }
     if (in.contains("phases_ms")) {
       const json& p = in["phases_ms"];
