@@ -156,6 +156,7 @@ TEST(CheckResultJson, RoundTripsEveryField) {
   result.program_hash = std::string(64, 'a');
   result.cache_key = "op:" + result.program_hash + ":dev";
   result.environment.device = "pthread";
+  result.environment.blas = "OpenBLAS 0.3.21 (2 threads)";
   result.spare_wait_ms = 1.5;
   auto back = CheckResult::from_json(result.to_json());
   ASSERT_TRUE(back);
@@ -172,6 +173,7 @@ TEST(CheckResultJson, RoundTripsEveryField) {
   EXPECT_FALSE(back->baseline);
   EXPECT_EQ(back->cache_key, result.cache_key);
   EXPECT_EQ(back->environment.device, "pthread");
+  EXPECT_EQ(back->environment.blas, result.environment.blas);
   EXPECT_DOUBLE_EQ(back->spare_wait_ms, 1.5);
   EXPECT_FALSE(CheckResult::from_json("not json"));
   EXPECT_FALSE(CheckResult::from_json(R"({"outcome":"excellent"})"));
