@@ -321,8 +321,11 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   worker.wait_for(30s);
   ASSERT_EQ(generation.value("status", ""), "succeeded") << generation.dump(2);
   EXPECT_EQ(generation["result"]["generator"], "policy") << generation.dump(2);
-  ASSERT_TRUE(generation["best"].is_object()) << "the trained model's kernel is correct: " << generation.dump(2);
-  EXPECT_EQ(generation["best"]["outcome"], "correct");
+  // The trained model's kernels are correct. Whether one is ranked `best` depends on its
+  // timing: on a loaded machine a correct kernel can time > 10x eager and be flagged
+  // suspicious (kept, never ranked), which made this assertion flaky in CI.
+  EXPECT_GE(generation["result"]["by_outcome"].value("correct", 0), 1) << generation.dump(2);
+  if (!generation["best"].is_null()) EXPECT_EQ(generation["best"]["outcome"], "correct");
   EXPECT_EQ(generation["model_id"], sft["model_id"]);
 }
 
