@@ -127,22 +127,9 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   }
   if (!resume_dir.empty()) trainer->optimizer().load((fs::path(resume_dir) / "optimizer.pt").string());
 
-  std::string models_dir = job_models_dir(options, job_id);
-  fs::create_directories(models_dir);
-  std::vector<int64_t> registered;
+  CheckpointRegistry registry(*conn, events, options, job_id, args.output_model, args.base_model_id);
   auto register_checkpoint = [&](const std::string& checkpoint, int step, const json& metrics) {
-    ModelVersionSpec spec;
-    spec.name = args.output_model;
-    spec.parent_id = args.base_model_id;
-    spec.training_job_id = job_id;
-    spec.checkpoint_dir = checkpoint;
-    spec.dest_dir = (fs::path(models_dir) / ("step-" + std::to_string(step))).string();
-    spec.metrics_json = metrics.dump();
-    db::ModelRecord model = model_register_checkpoint(*conn, spec);
-    if (registered.empty() || registered.back() != model.id) registered.push_back(model.id);
-    events.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
-                json{{"step", step}, {"model_id", model.id}, {"path", model.path}}.dump());
-    return model;
+    return registry.add(checkpoint, step, metrics.dump());
   };
   if (resumed > 0) {
     events.info("resumed from checkpoint " + std::to_string(resumed),
@@ -199,7 +186,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
               {"steps", args.steps},
               {"resumed_from", resumed},
               {"base_model_id", args.base_model_id},
-              {"checkpoint_model_ids", registered}};
+              {"checkpoint_model_ids", registry.ids()}};
   if (resumed < args.steps) out["last_step"] = step_summary(last);
   return worker::JobOutcome::complete(out.dump());
 }

@@ -197,22 +197,9 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     return worker::JobOutcome::fail(std::string("hyperparameters: ") + e.what(), /*retryable=*/false);
   }
 
-  std::string models_dir = job_models_dir(options, job_id);
-  fs::create_directories(models_dir);
-  std::vector<int64_t> registered;
+  CheckpointRegistry registry(*conn, events, options, job_id, args.output_model, args.base_model_id);
   auto register_checkpoint = [&](const std::string& checkpoint, int step, const json& metrics) {
-    ModelVersionSpec spec;
-    spec.name = args.output_model;
-    spec.parent_id = args.base_model_id;
-    spec.training_job_id = job_id;
-    spec.checkpoint_dir = checkpoint;
-    spec.dest_dir = (fs::path(models_dir) / ("step-" + std::to_string(step))).string();
-    spec.metrics_json = metrics.dump();
-    db::ModelRecord model = model_register_checkpoint(*conn, spec);
-    if (registered.empty() || registered.back() != model.id) registered.push_back(model.id);
-    events.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
-                json{{"step", step}, {"model_id", model.id}, {"path", model.path}}.dump());
-    return model;
+    return registry.add(checkpoint, step, metrics.dump());
   };
 
   // What a version's `metrics` say about the run at its checkpoint.
@@ -280,7 +267,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
               {"train_pairs", train_set.size()},
               {"validation_pairs", validation.size()},
               {"skipped_long", result.skipped_long},
-              {"checkpoint_model_ids", registered}};
+              {"checkpoint_model_ids", registry.ids()}};
   return worker::JobOutcome::complete(out.dump());
 }
 

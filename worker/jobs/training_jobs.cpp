@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "common/config.h"
 #include "db/models.h"
+#include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
 
 namespace kforge::jobs {
@@ -83,6 +87,33 @@ void JobEvents::info(const std::string& message, const std::string& data_json) {
 
 void JobEvents::warn(const std::string& message, const std::string& data_json) {
   db::training_event_insert(conn_, job_id_, "warn", message, data_json);
+}
+
+CheckpointRegistry::CheckpointRegistry(pqxx::connection& conn, JobEvents& events, const TrainingJobOptions& options,
+                                       int64_t job_id, std::string model_name, int64_t parent_id)
+    : conn_(conn),
+      events_(events),
+      job_id_(job_id),
+      model_name_(std::move(model_name)),
+      parent_id_(parent_id),
+      models_dir_(job_models_dir(options, job_id)) {
+  fs::create_directories(models_dir_);
+}
+
+db::ModelRecord CheckpointRegistry::add(const std::string& checkpoint_dir, int step, const std::string& metrics_json) {
+  ModelVersionSpec spec;
+  spec.name = model_name_;
+  spec.parent_id = parent_id_;
+  spec.training_job_id = job_id_;
+  spec.checkpoint_dir = checkpoint_dir;
+  spec.dest_dir = (fs::path(models_dir_) / ("step-" + std::to_string(step))).string();
+  spec.metrics_json = metrics_json;
+  db::ModelRecord model = model_register_checkpoint(conn_, spec);
+  if (ids_.empty() || ids_.back() != model.id) ids_.push_back(model.id);
+  nlohmann::json data = {{"step", step}, {"model_id", model.id}, {"path", model.path}};
+  events_.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
+               data.dump());
+  return model;
 }
 
 }  // namespace kforge::jobs

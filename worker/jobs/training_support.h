@@ -9,6 +9,7 @@
 
 #include <pqxx/pqxx>
 
+#include "db/models.h"
 #include "worker/harness/checker.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/training_jobs.h"
@@ -40,6 +41,29 @@ class JobEvents {
  private:
   pqxx::connection& conn_;
   int64_t job_id_;
+};
+
+//! Registers one training job's checkpoints as versions of its output model (copies
+//! under job_models_dir/step-<n>, see model_store.h), records an event for each, and
+//! remembers the ids in order (a re-registered checkpoint is listed once).
+class CheckpointRegistry {
+ public:
+  //! Versions are named `model_name`, with parent `parent_id`; creates the models dir.
+  CheckpointRegistry(pqxx::connection& conn, JobEvents& events, const TrainingJobOptions& options, int64_t job_id,
+                     std::string model_name, int64_t parent_id);
+  //! Registers the checkpoint written at `step` with its metrics (a JSON object text).
+  db::ModelRecord add(const std::string& checkpoint_dir, int step, const std::string& metrics_json);
+  //! Ids of every version registered so far, oldest first.
+  const std::vector<int64_t>& ids() const { return ids_; }
+
+ private:
+  pqxx::connection& conn_;
+  JobEvents& events_;
+  int64_t job_id_;
+  std::string model_name_;
+  int64_t parent_id_;
+  std::string models_dir_;
+  std::vector<int64_t> ids_;
 };
 
 }  // namespace kforge::jobs
