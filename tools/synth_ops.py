@@ -77,7 +77,7 @@ def odd_extras(names_shapes):
     return extras
 
 
-def make_pointwise(rng, index):
+def make_pointwise(rng):
     n_inputs = rng.choice([1, 1, 2, 2, 3])
     names = ["x", "y", "z"][:n_inputs]
     patterns = [("x", "rc")] + [(n, rng.choice(["rc", "rc", "c", "r1"])) for n in names[1:]]
@@ -93,11 +93,11 @@ def make_pointwise(rng, index):
                "dist": "normal"} for n, pat in patterns]
     params = ", ".join(f"{n}: Tensor" for n in names)
     source = f"def forward({params}) -> Tensor:\n    return {expr}\n"
-    return {"name": f"syn_pw_{index}", "level": 2, "category": "elementwise_chain", "split": "train",
+    return {"level": 2, "category": "elementwise_chain", "split": "train",
             "source": source, "inputs": inputs, "extra_shapes": odd_extras(patterns), "tolerance": TOL_POINTWISE}
 
 
-def make_reduction(rng, index):
+def make_reduction(rng):
     red = rng.choice(REDUCTIONS)
     three_d = rng.random() < 0.25
     dim = rng.choice([-1, 1] if three_d else [-1, 0])  # 2-D: never 1, an alias of -1 the leak check would miss
@@ -124,13 +124,13 @@ def make_reduction(rng, index):
         extras = [{"x": [1023, 777]}, {"x": [7, 33]}]
     source = f"def forward(x: Tensor) -> Tensor:\n    return {call}\n"
     category = "reduction_fusion" if prefix_ops or post < 0.45 else "reduction"
-    return {"name": f"syn_red_{index}", "level": 2 if category == "reduction_fusion" else 1, "category": category,
+    return {"level": 2 if category == "reduction_fusion" else 1, "category": category,
             "split": "train", "source": source,
             "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "dist": "normal"}],
             "extra_shapes": extras, "tolerance": TOL_REDUCE}
 
 
-def make_row(rng, index):
+def make_row(rng):
     op = rng.choice(ROW_OPS)
     pre_ops = []
     arg = pointwise_tree(rng, ["x"], 1, pre_ops) if rng.random() < 0.4 else "x"
@@ -159,11 +159,11 @@ def make_row(rng, index):
     if act != "none" and op != "logsumexp":
         body = f"torch.{act}({body})"
     source = f"def forward({params}) -> Tensor:\n    return {body}\n"
-    return {"name": f"syn_row_{index}", "level": 2, "category": "norm_fusion", "split": "train", "source": source,
+    return {"level": 2, "category": "norm_fusion", "split": "train", "source": source,
             "inputs": inputs, "extra_shapes": extras, "tolerance": TOL_REDUCE}
 
 
-def make_matmul(rng, index):
+def make_matmul(rng):
     m, k, n = rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024]), rng.choice([256, 512, 1024])
     form = rng.choice(["linear", "linear_nobias", "mm", "matmul_bias", "bmm"])
     w_dist = {"uniform": [-0.03, 0.03]}
@@ -201,11 +201,11 @@ def make_matmul(rng, index):
         body = f"{body} * {fmt_scalar(rng)}"
     category = "matmul_epilogue" if body.count("(") > 1 or "*" in body or "+" in body else "matmul"
     source = f"def forward({params}) -> Tensor:\n    return {body}\n"
-    return {"name": f"syn_mm_{index}", "level": 2, "category": category, "split": "train", "source": source,
+    return {"level": 2, "category": category, "split": "train", "source": source,
             "inputs": inputs, "extra_shapes": extras, "tolerance": TOL_MATMUL}
 
 
-def make_movement(rng, index):
+def make_movement(rng):
     if rng.random() < 0.5:
         body = rng.choice(["x.t().contiguous()", "torch.transpose(x, 0, 1).contiguous()"])
         shape, extras = shape_2d(rng), [{"x": [1023, 777]}, {"x": [7, 33]}]
@@ -218,7 +218,7 @@ def make_movement(rng, index):
         ops = []
         body = pointwise_tree(rng, [body], 1, ops)
     source = f"def forward(x: Tensor) -> Tensor:\n    return {body}\n"
-    return {"name": f"syn_mv_{index}", "level": 1, "category": "movement", "split": "train", "source": source,
+    return {"level": 1, "category": "movement", "split": "train", "source": source,
             "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "dist": "normal"}],
             "extra_shapes": extras, "tolerance": {"atol": 1e-5, "rtol": 1e-5}}
 
@@ -305,7 +305,7 @@ def main():
     attempts = 0
     while written < args.count and attempts < args.count * 20:
         attempts += 1
-        op = rng.choices(makers, weights)[0](rng, written)
+        op = rng.choices(makers, weights)[0](rng)
         if op is None:
             continue
         key = canonical(op["source"])
@@ -319,7 +319,7 @@ def main():
         while name in taken:
             name, serial = f"{base}_{serial}", serial + 1
         taken.add(name)
-        op["name"] = name
+        op = {"name": name, **op}
         seen.add(key)
         with open(os.path.join(folder, op["name"] + ".json"), "w") as f:
             json.dump(op, f, indent=2)
