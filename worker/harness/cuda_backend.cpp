@@ -364,6 +364,36 @@ CudaCompile nvrtc_compile(const std::string& source, const std::vector<std::stri
   return out;
 }
 
+std::vector<CudaDeviceInfo> list_cuda_devices(std::string& error) {
+  std::vector<CudaDeviceInfo> devices;
+  try {
+    const Driver& cu = Driver::get();
+    KFORGE_CU_CHECK(cu.cuInit(0));
+    int count = 0;
+    KFORGE_CU_CHECK(cu.cuDeviceGetCount(&count));
+    for (int idx = 0; idx < count; ++idx) {
+      CUdevice dev = 0;
+      KFORGE_CU_CHECK(cu.cuDeviceGet(&dev, idx));
+      char name[256] = {0};
+      KFORGE_CU_CHECK(cu.cuDeviceGetName(name, sizeof name, dev));
+      CudaDeviceInfo info;
+      info.index = idx;
+      info.name = name;
+      KFORGE_CU_CHECK(cu.cuDeviceGetAttribute(&info.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+      KFORGE_CU_CHECK(cu.cuDeviceGetAttribute(&info.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+      KFORGE_CU_CHECK(cu.cuDeviceGetAttribute(&info.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+      size_t memory = 0;
+      KFORGE_CU_CHECK(cu.cuDeviceTotalMem(&memory, dev));
+      info.memory_bytes = static_cast<int64_t>(memory);
+      devices.push_back(info);
+    }
+    if (count == 0) error = "the CUDA driver sees no device";
+  } catch (const CudaError& e) {
+    error = e.what();
+  }
+  return devices;
+}
+
 std::unique_ptr<KernelBackend> make_cuda_backend(const std::string& device) {
   return std::make_unique<CudaBackend>(device);
 }

@@ -5,6 +5,7 @@
 // Test: ctest -R harness_cuda_backend (compile tests here; launches carry the gpu label).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -34,5 +35,18 @@ CudaCompile nvrtc_compile(const std::string& source, const std::vector<std::stri
 
 //! NVRTC's version, "13.0".
 std::string nvrtc_version();
+
+//! One CUDA device as the driver reports it.
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;             //!< "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;     //!< compute capability
+  int multiprocessors = 0;
+  int64_t memory_bytes = 0;
+};
+
+//! Every CUDA device; empty with `error` saying why when there is no driver or device.
+//! Initialises the driver in this process: call it in a child (kforge-sandbox --list-devices).
+std::vector<CudaDeviceInfo> list_cuda_devices(std::string& error);
 
 }  // namespace kforge::harness

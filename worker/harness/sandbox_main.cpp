@@ -6,6 +6,7 @@
 //   ready -> {"cmd":"build"} -> {"cmd":"run"}... -> {"cmd":"time"} -> exit.
 // A crash, hang or runaway allocation here is an outcome for the parent, never its death.
 // Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME]
+//        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
 // Test: ctest -R 'harness_(checker|adversarial|kernel_backend)'.
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -24,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "worker/harness/host_devices.h"
 #include "worker/harness/kernel_backend.h"
 #include "worker/harness/timing.h"
 
@@ -312,6 +314,12 @@ int main(int argc, char** argv) {
   // Unpinned, on a busy machine the threads share cores with other work and the
   // timings jump by scheduler ticks; see docs/harness.md "Why the timer drifted".
   setenv("POCL_AFFINITY", "1", 0);
+  for (int arg_idx = 1; arg_idx < argc; ++arg_idx)
+    if (std::string(argv[arg_idx]) == "--list-devices") {
+      // Discovery for the worker, which must not initialise OpenCL or CUDA itself.
+      reply(list_devices_json());
+      return 0;
+    }
   std::string device, target = "opencl";
   for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx) {
     if (std::string(argv[arg_idx]) == "--device") device = argv[arg_idx + 1];
