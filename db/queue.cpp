@@ -91,7 +91,7 @@ Job job_from_row(const pqxx::row& row) {
   if (!row["worker_id"].is_null()) job.worker_id = row["worker_id"].as<int64_t>();
   job.idempotency_key = row["idempotency_key"].as<std::string>();
   job.cancel_requested = row["cancel_requested"].as<bool>();
-  job.requires = parse_text_array(row["requires"].as<std::string>());
+  job.required_tags = parse_text_array(row["requires"].as<std::string>());
   return job;
 }
 
@@ -102,7 +102,7 @@ InsertResult job_insert(pqxx::transaction_base& txn, const JobInsert& job) {
   for (int attempt_idx = 0; attempt_idx < 5; ++attempt_idx) {
     auto rows = txn.exec_params(job_sql("job_insert"), job.kind, job.queue, job.priority, job.args_json,
                                 job.max_attempts, job.delay_seconds, job.idempotency_key,
-                                capability_array(job.requires));
+                                capability_array(job.required_tags));
     if (!rows.empty()) {
       txn.exec_params(job_sql("job_notify"), job.queue);
       return {job_from_row(rows[0]), true};

@@ -38,7 +38,7 @@ struct JobInsert {
   int max_attempts = 3;            //!< 1 .. 1000
   double delay_seconds = 0;        //!< > 0: state scheduled until then
   std::string idempotency_key;     //!< empty = none; unique among unfinished jobs
-  std::vector<std::string> requires;  //!< capability tags its worker must have ("target:triton"); empty = any
+  std::vector<std::string> required_tags;  //!< capability tags its worker must have ("target:triton"); empty = any
 };
 
 //! A job row as the queue returns it.
@@ -57,7 +57,7 @@ struct Job {
   std::string idempotency_key;        //!< "" when none
   bool cancel_requested = false;      //!< someone asked to cancel it
   std::string lease_expires_at;       //!< ISO-8601 UTC while running, else ""
-  std::vector<std::string> requires;  //!< capability tags a worker needs to claim it
+  std::vector<std::string> required_tags;  //!< capability tags a worker needs to claim it
 };
 
 //! What job_insert did.

@@ -326,14 +326,14 @@ TEST_F(QueueTest, SchemaRefusesBrokenInvariants) {
 
 TEST_F(QueueTest, WorkersClaimOnlyJobsTheirCapabilitiesCover) {
   JobInsert triton = make_job("generate");
-  triton.requires = {"target:triton", "device:gpu"};
+  triton.required_tags = {"target:triton", "device:gpu"};
   JobInsert cpu_opencl = make_job("generate");
-  cpu_opencl.requires = {"target:opencl", "device:cpu"};
+  cpu_opencl.required_tags = {"target:opencl", "device:cpu"};
   JobInsert anywhere = make_job("generate");
   int64_t triton_id = job_insert(*conn_, triton).job.id;
   int64_t cpu_id = job_insert(*conn_, cpu_opencl).job.id;
   int64_t any_id = job_insert(*conn_, anywhere).job.id;
-  EXPECT_EQ(job_get(*conn_, triton_id)->requires, (std::vector<std::string>{"target:triton", "device:gpu"}));
+  EXPECT_EQ(job_get(*conn_, triton_id)->required_tags, (std::vector<std::string>{"target:triton", "device:gpu"}));
 
   ClaimRequest cpu_worker;
   cpu_worker.worker_id = 1;
@@ -355,7 +355,7 @@ TEST_F(QueueTest, WorkersClaimOnlyJobsTheirCapabilitiesCover) {
 
 TEST_F(QueueTest, CapabilityTagsAreValidated) {
   JobInsert bad = make_job("generate");
-  bad.requires = {"target:'; DROP TABLE jobs; --"};
+  bad.required_tags = {"target:'; DROP TABLE jobs; --"};
   EXPECT_THROW(job_insert(*conn_, bad), std::invalid_argument);
   EXPECT_EQ(parse_text_array("{target:opencl,device:cpu}"), (std::vector<std::string>{"target:opencl", "device:cpu"}));
   EXPECT_TRUE(parse_text_array("{}").empty());

@@ -3,6 +3,7 @@
 // SFT on templated op/kernel pairs lowers the loss, writes HF checkpoints that load
 // back identically and resume. Run: build/bin/train_model_test (label slow)
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>  // c10::NoGradGuard (at::NoGradGuard is gone in torch 2.11)
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>  // c10::NoGradGuard (at::NoGradGuard is gone in torch 2.11)
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <fstream>
