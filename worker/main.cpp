@@ -93,10 +93,15 @@ int main(int argc, char** argv) {
   }
   // Devices are found in a child: a worker that initialised OpenCL would start sandboxes
   // that see only PoCL, and a CUDA context must never live in the worker.
-  auto host = kforge::harness::probe_host_devices();
-  options.device = kforge::harness::describe_host(host);
-  options.capabilities = flags.get("capabilities").empty() ? kforge::harness::capabilities_of(host)
-                                                           : kforge::worker::split_tags(flags.get("capabilities"));
+  // --capabilities skips the probe (it imports torch and triton on a GPU host: seconds).
+  if (flags.get("capabilities").empty()) {
+    auto host = kforge::harness::probe_host_devices();
+    options.device = kforge::harness::describe_host(host);
+    options.capabilities = kforge::harness::capabilities_of(host);
+  } else {
+    options.capabilities = kforge::worker::split_tags(flags.get("capabilities"));
+    options.device = "capabilities set with --capabilities";
+  }
   kforge::worker::HandlerRegistry registry = kforge::worker::default_registry();
 #ifdef KFORGE_WITH_GENERATE
   kforge::jobs::register_generate_job(registry, options.database_url);

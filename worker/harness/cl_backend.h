@@ -108,7 +108,7 @@ class GuardedBuffer {
 class ClRuntime {
  public:
   //! Selects the first device whose name or platform contains `name` (case-insensitive;
-  //! empty: the first device). Throws ClError/runtime_error naming what exists if none matches.
+  //! empty: the first device; "cpu" / "gpu": the first device of that type). Throws ClError/runtime_error naming what exists if none matches.
   explicit ClRuntime(const std::string& name);
   //! The selected device.
   const DeviceInfo& device() const { return info_; }

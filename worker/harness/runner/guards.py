@@ -45,9 +45,11 @@ class TorchComputeError(Exception):
 class ForwardGuard(TorchDispatchMode):
     """Active while a candidate's forward runs: refuses compute, poisons allocations."""
 
-    def __init__(self):
+    def __init__(self, poison_allocations=True):
         super().__init__()
         self.refused = None
+        # Timed calls leave poisoning to the runner (done before the timed region).
+        self.poison_allocations = poison_allocations
         self.in_launch = 0  # > 0 while Triton's own launcher runs (the CPU interpreter copies tensors)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -58,7 +60,7 @@ class ForwardGuard(TorchDispatchMode):
             raise TorchComputeError(f"forward called torch op aten.{name}: compute must happen in @triton.jit "
                                     "kernels (forward may only allocate outputs, take views and launch kernels)")
         out = func(*args, **(kwargs or {}))
-        if name in ALLOCATING_OPS and isinstance(out, torch.Tensor):
+        if self.poison_allocations and name in ALLOCATING_OPS and isinstance(out, torch.Tensor):
             poison_(out)
         return out
 

@@ -140,8 +140,12 @@ class Runner:
         if self.gpu:
             props = torch.cuda.get_device_properties(0)
             l2 = int(getattr(props, "L2_cache_size", 50 << 20))
-            # L2 flush: writing twice the L2 size evicts whatever the last run left there.
-            self.flush_buffer = torch.empty(max(2 * l2, 64 << 20), dtype=torch.int8, device=self.device)
+            # L2 flush: writing well over the L2 size (at least 256 MB, as triton's do_bench)
+            # evicts whatever the last run left there.
+            self.flush_buffer = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device=self.device)
+            # GPU cycles to spin before a timed call, so the host's launch overhead (Python,
+            # the guard, Triton's launcher) is queued behind it and never inside the events.
+            self.sleep_cycles = 200_000  # about 100 us at the 1.5-2 GHz SM clocks of current GPUs
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
         if role == "candidate":
@@ -225,13 +229,13 @@ class Runner:
             return self.compiled
         return self.forward
 
-    def call(self, fn, inputs):
+    def call(self, fn, inputs, poison=True):
         """One forward call; for candidates under the guard, counting launches."""
         torch = self.torch
         if self.role != "candidate":
             with torch.no_grad():
                 return fn(*inputs)
-        guard = self.guard_cls()
+        guard = self.guard_cls(poison_allocations=poison)
         before = self.counter.launches
         self.counter.guard = guard
         try:
@@ -296,6 +300,12 @@ class Runner:
         pristine = [[self.arena.read(torch, spec, self.device) for spec in s["inputs"]] for s in sets]
         live = [t.clone() for t in pristine[0]]
         last = [None] * len(sets)
+        # Bytes of one call's outputs: before each timed call a NaN block this large is
+        # allocated and freed, so the allocations forward makes come from poisoned memory
+        # without filling them inside the timed region.
+        out_bytes = max(sum(math.prod(o["shape"]) * torch.empty((), dtype=DTYPES[o["dtype"]]).element_size()
+                            for o in sets[0]["outputs"]), 1)
+        sleep = getattr(torch.cuda, "_sleep", None) if self.gpu else None
         if cmd.get("mode") == "compile":
             compile_start = time.perf_counter()
             self.call(fn, live)  # the first call compiles; it is never timed
@@ -308,17 +318,23 @@ class Runner:
             set_idx = run_idx % len(sets)
             for dst, src in zip(live, pristine[set_idx]):
                 dst.copy_(src)
+            if self.role == "candidate":
+                block = torch.empty(out_bytes, dtype=torch.uint8, device=self.device)
+                block.fill_(0xFF)  # 0xFF bytes: NaN in every float dtype
+                del block
             if self.gpu:
                 self.flush_buffer.zero_()
+                if sleep is not None:
+                    sleep(self.sleep_cycles)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                out = self.call(fn, live)
+                out = self.call(fn, live, poison=False)
                 end.record()
                 end.synchronize()
                 elapsed = start.elapsed_time(end)
             else:
                 begin = time.perf_counter()
-                out = self.call(fn, live)
+                out = self.call(fn, live, poison=False)
                 elapsed = ms_since(begin)
             last[set_idx] = out
             return elapsed
