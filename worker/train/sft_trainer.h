@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/train/checkpoint.h"
 #include "worker/train/optim.h"
 #include "worker/train/trainable_policy.h"
 
@@ -95,8 +96,5 @@ class SftTrainer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-//! Newest checkpoint-<step> directory under out_dir holding trainer_state.json; "" if none.
-std::string latest_checkpoint(const std::string& out_dir);
 
 }  // namespace kforge::train
