@@ -16,6 +16,7 @@
 #include "worker/train/checkpoint.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/model_policy.h"
+#include "worker/train/train_config.h"
 
 namespace kforge::jobs {
 namespace {
@@ -61,30 +62,11 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   }
   if (!resume_dir.empty()) policy = train::ModelPolicy::from_dir(resume_dir, load);
 
-  train::GrpoConfig config;
-  config.group_size = args.group_size;
-  config.tasks_per_step = args.prompts_per_step;
-  config.steps = args.steps;
-  config.micro_batch = args.micro_batch;
-  config.check_threads = args.check.threads;
+  train::GrpoConfig config = train::grpo_config(args, train::PromptStyle::kforge_tiny);
   // The trainer mixes its own 1-based step count into the sampling seed; shifting the
   // base by the resumed steps gives step s the seeds of an uninterrupted run.
   config.seed = args.seed + 1000003ull * static_cast<uint64_t>(resumed);
-  config.sampling.temperature = args.temperature;
-  config.sampling.top_p = args.top_p;
-  config.sampling.max_new_tokens = args.max_new_tokens;
-  config.sampling.stop = train::prompt_stop_strings(train::PromptStyle::kforge_tiny);
-  config.reward.speed_weight = args.speed_weight;
-  config.reward.speed_cap = args.speed_cap;
-  config.loss.eps_low = args.eps_low;
-  config.loss.eps_high = args.eps_high;
-  config.loss.kl_beta = args.kl_coef;
-  config.optim.lr = args.learning_rate;
-  config.optim.warmup_steps = args.warmup_steps;
-  config.optim.total_steps = args.steps;
-  config.optim.weight_decay = 0.0;
-  config.optim.grad_clip = args.grad_clip;
-  train::HarnessChecker checker(job_check_options(args.check, 0.3), args.check.max_check_elements);
+  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements);
   std::unique_ptr<train::GrpoTrainer> trainer;
   try {
     trainer = std::make_unique<train::GrpoTrainer>(*policy, reference.get(), checker, config);
