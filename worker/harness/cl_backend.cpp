@@ -131,8 +131,16 @@ GuardedBuffer::~GuardedBuffer() {
 }
 
 void GuardedBuffer::write(cl_command_queue queue, const void* src) {
-  if (bytes_ == 0) return;
-  KFORGE_CL_CHECK(clEnqueueWriteBuffer(queue, mem_.get(), CL_TRUE, 0, static_cast<size_t>(bytes_), src, 0, nullptr, nullptr));
+  if (bytes_ > 0)
+    KFORGE_CL_CHECK(clEnqueueWriteBuffer(queue, mem_.get(), CL_TRUE, 0, static_cast<size_t>(bytes_), src, 0, nullptr, nullptr));
+  if (!guarded_) {
+    // Off-CPU the canary after the data is device memory: arm it here too, or
+    // canary_intact() reads whatever the allocation held (every GPU check failed so).
+    uint8_t canary = kCanary;
+    KFORGE_CL_CHECK(clEnqueueFillBuffer(queue, mem_.get(), &canary, 1, static_cast<size_t>(bytes_), kCanaryBytes, 0,
+                                        nullptr, nullptr));
+    KFORGE_CL_CHECK(clFinish(queue));
+  }
 }
 
 void GuardedBuffer::read(cl_command_queue queue, void* dst) {
