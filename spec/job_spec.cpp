@@ -103,6 +103,10 @@ const std::vector<Field<GenerateArgs>>& generate_table() {
           .with_need(Need::in_job),
       object_field<T>("op", "an inline op (OpCreate): validated and stored first", &T::op).with_scope(Scope::request),
       choice_field<T>("target", "opencl", kTargets, "kernel language", &T::target),
+      choice_field<T>("device", "auto", {"auto", "cpu", "gpu"},
+                      "where candidates are checked and timed: cpu (PoCL, against libtorch on the CPU) or gpu "
+                      "(against CUDA eager and torch.compile); auto is cpu for opencl, gpu for cuda and triton",
+                      &T::device),
       model_field<T>("model", "kforge-tiny", "model name or name@version that proposes candidates", &T::model),
       integer_field<T>("model_id", nullptr, 1, kMaxId, "the version the server resolved `model` to (none: teacher)",
                        &T::model_id)
@@ -248,10 +252,23 @@ const std::vector<JobKind>& all_kinds() {
   return kinds;
 }
 
+std::string resolved_device(const GenerateArgs& args) {
+  if (args.device != "auto") return args.device;
+  return args.target == "opencl" ? "cpu" : "gpu";
+}
+
+std::vector<std::string> required_capabilities(const std::string& target, const std::string& device) {
+  return {"target:" + target, "device:" + device};
+}
+
 ReadResult<GenerateArgs> read_generate(const json& doc, Source source) {
   auto read = read_table(doc, generate_table(), source);
   if (read.ok() && source == Source::request && (read.args.op_id > 0) == read.args.op.is_object()) {
     read.fail("op_id", "give exactly one of op_id or op (an inline op)");
+  }
+  const GenerateArgs& args = read.args;
+  if (read.ok() && args.target != "opencl" && args.device == "cpu") {
+    read.fail("device", "target " + args.target + " runs on a GPU only: use device gpu (or auto)");
   }
   return read;
 }

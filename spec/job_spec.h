@@ -39,6 +39,7 @@ struct GenerateArgs {
   int64_t op_id = 0;              //!< the op (0 in a request that sends `op` inline)
   nlohmann::json op;              //!< request only: an inline op (api/op_submit checks it)
   std::string target;             //!< kernel language
+  std::string device;             //!< where candidates run and are timed: "cpu", "gpu" or "auto" (resolved_device)
   std::string model;              //!< name or name@version
   int64_t model_id = 0;           //!< job only: the resolved version (0 = none trained yet)
   int samples = 0;                //!< candidates to check
@@ -107,7 +108,15 @@ struct EvaluateArgs {
   CheckSettings check;             //!< how samples are checked
 };
 
-//! Reads a generate request or job: the table plus "exactly one of op_id or op".
+//! The capability tags a worker needs to run a job for `target` on `device`
+//! ({"target:triton", "device:gpu"}): what jobs.requires holds (db/queue.h).
+std::vector<std::string> required_capabilities(const std::string& target, const std::string& device);
+
+//! "cpu" or "gpu" for a generation's device: "auto" is cpu for opencl, gpu for cuda and triton.
+std::string resolved_device(const GenerateArgs& args);
+
+//! Reads a generate request or job: the table plus "exactly one of op_id or op", and
+//! cuda and triton only on a GPU.
 ReadResult<GenerateArgs> read_generate(const json& doc, Source source);
 //! Reads a train_sft request or job (or kforge-train flags): plus "exactly one of dataset or suite".
 ReadResult<SftArgs> read_sft(const json& doc, Source source);

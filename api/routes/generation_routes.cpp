@@ -9,6 +9,7 @@
 #include "api/op_submit.h"
 #include "db/models.h"
 #include "db/ops.h"
+#include "db/workers.h"
 #include "spec/job_spec.h"
 
 namespace kforge::api {
@@ -40,8 +41,18 @@ json candidate_json(const db::CandidateRecord& c, bool with_source) {
 json render_generation(pqxx::connection& conn, const db::Job& job) {
   json out = job_common_json(job, "generation");
   json args = parse_stored(job.args_json);
-  for (const char* key : {"op_id", "target", "model", "model_id", "samples", "time_budget_s", "seed"}) {
+  for (const char* key : {"op_id", "target", "device", "model", "model_id", "samples", "time_budget_s", "seed"}) {
     out[key] = args.is_object() && args.contains(key) ? args[key] : json(nullptr);
+  }
+  // A waiting job that no live worker can run says so, rather than waiting silently.
+  if ((job.state == db::JobState::available || job.state == db::JobState::retryable) && !job.required_tags.empty()) {
+    pqxx::read_transaction txn(conn);
+    if (db::worker_capable_count(txn, job.required_tags) == 0) {
+      std::string needs;
+      for (const auto& tag : job.required_tags) needs += (needs.empty() ? "" : ", ") + tag;
+      out["waiting_for"] = "no live worker can run this job (it needs " + needs +
+                           "); it stays queued until such a worker registers";
+    }
   }
   auto best = db::candidate_best_for_job(conn, job.id);
   out["best"] = best ? candidate_json(*best, true) : json(nullptr);
@@ -87,6 +98,7 @@ HttpResponse create_generation(ApiContext& ctx, HttpRequest& req) {
     insert.kind = "generate";
     insert.priority = request.priority;
     insert.args_json = args.dump();
+    insert.required_tags = spec::required_capabilities(request.target, spec::resolved_device(request));
     return enqueue_job(conn, req, principal, insert, "/v1/generations", render_generation);
   });
 }
