@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "common/sha256.h"
+
 #include "worker/harness/op_spec.h"
 #include "worker/harness/probe.h"
 

@@ -18,12 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.h"
+
 #include "worker/harness/compare.h"
 #include "worker/harness/program.h"
 #include "worker/harness/reference.h"
 #include "worker/harness/rules.h"
 #include "worker/harness/sandbox_process.h"
-#include "worker/harness/sha256.h"
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
