@@ -16,7 +16,7 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
-#include "worker/harness/result_store_db.h"
+#include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
 
@@ -114,7 +114,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
 
   std::string error;
   harness::CheckOptions options;
-  options.result_store = harness::make_db_result_store(*conn);  // identical candidates are checked once across jobs
+  options.result_store = make_db_result_store(*conn);  // identical candidates are checked once across jobs
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
 
