@@ -28,6 +28,11 @@
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
+
+using spec::OpSpec;
+using spec::ShapeSet;
+using spec::op_spec_to_json;
+using spec::shape_to_string;
 namespace {
 
 using clock_type = std::chrono::steady_clock;

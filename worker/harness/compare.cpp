@@ -6,6 +6,11 @@
 #include <cstring>
 
 namespace kforge::harness {
+
+using spec::DType;
+using spec::dtype_is_float;
+using spec::dtype_size;
+using spec::shape_to_string;
 namespace {
 
 float half_to_float(uint16_t h) {

@@ -25,7 +25,7 @@ struct CompareResult {
 CompareResult compare_output(const HostTensor& expected, const uint8_t* actual, double atol, double rtol);
 
 //! Element `index` of raw data of `dtype` as double.
-double element_value(DType dtype, const uint8_t* data, int64_t index);
+double element_value(spec::DType dtype, const uint8_t* data, int64_t index);
 
 //! True if the tensor is (nearly) constant: a zero or constant kernel could pass.
 bool near_constant(const HostTensor& tensor);
