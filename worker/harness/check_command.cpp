@@ -18,6 +18,7 @@ namespace kforge::harness {
 
 using spec::describe_errors;
 using spec::parse_op_spec;
+
 namespace {
 
 const char* kUsage =

@@ -30,6 +30,9 @@ double element_value(spec::DType dtype, const uint8_t* data, int64_t index);
 //! True if the tensor is (nearly) constant: a zero or constant kernel could pass.
 bool near_constant(const HostTensor& tensor);
 
+//! A value as messages and stored results show it: 7 significant digits, "nan", "inf", "-inf".
+std::string format_value(double value);
+
 //! "[17, 3]" for a flat index in a shape.
 std::string index_to_coords(int64_t flat, const std::vector<int64_t>& shape);
 

@@ -17,6 +17,7 @@ using spec::ShapeSet;
 using spec::dtype_from_name;
 using spec::op_spec_to_json;
 using spec::shape_numel;
+
 namespace {
 
 int64_t total_elements(const ShapeSet& shapes) {

@@ -26,6 +26,7 @@ using spec::DistKind;
 using spec::OpSpec;
 using spec::ShapeSet;
 using spec::dtype_size;
+
 namespace {
 
 // OpenBLAS keeps its own thread pool: at::set_num_threads does not reach it, so a
