@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "api/auth.h"
+#include "common/sha256.h"
 #include "db/connection.h"
 #include "db/models.h"
 #include "db/ops.h"
@@ -217,7 +217,7 @@ TEST(ApiResources, TrainingJobsEvaluationsAndModels) {
   ASSERT_EQ(file.status, 200);
   EXPECT_EQ(file.body.size(), weights.size());
   EXPECT_TRUE(file.body == weights) << "streamed bytes differ";
-  EXPECT_EQ(file.headers["x-checksum-sha256"], kforge::api::sha256_hex(weights));
+  EXPECT_EQ(file.headers["x-checksum-sha256"], kforge::sha256_hex(weights));
   EXPECT_EQ(server.get(model_path + "/files/..%2F..%2Fetc%2Fpasswd", server.submit).status, 404);
   EXPECT_EQ(server.get(model_path + "/files/missing.bin", server.submit).status, 404);
   fs::remove_all(dir);

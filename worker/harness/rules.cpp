@@ -9,6 +9,13 @@
 #include <set>
 
 namespace kforge::harness {
+
+using spec::InputSpec;
+using spec::ShapeSet;
+using spec::dtype_size;
+using spec::shape_numel;
+using spec::shape_to_string;
+
 namespace {
 
 std::string join(const std::vector<std::string>& items) {

@@ -17,8 +17,8 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
-#include "worker/harness/result_store_db.h"
 #include "worker/jobs/job_args.h"
+#include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
 
@@ -54,10 +54,10 @@ db::CandidateRecord candidate_record(const worker::JobContext& ctx, const Genera
   return record;
 }
 
-harness::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
+spec::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
   auto op = db::op_get(conn, op_id);
   if (!op) throw std::invalid_argument("op " + std::to_string(op_id) + " does not exist");
-  auto parsed = harness::parse_op_spec(op->spec_json);
+  auto parsed = spec::parse_op_spec(op->spec_json);
   if (!parsed.ok()) {
     throw std::invalid_argument("stored op " + std::to_string(op_id) + " is invalid: " + parsed.errors[0].field + ": " +
                                 parsed.errors[0].message);
@@ -87,7 +87,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                     /*retryable=*/false);
   }
   auto conn = db::connect(database_url);
-  harness::OpSpec spec;
+  spec::OpSpec spec;
   try {
     spec = load_op(*conn, args.op_id);
   } catch (const std::invalid_argument& e) {
@@ -107,7 +107,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
 
   std::string error;
   harness::CheckOptions options;
-  options.result_store = harness::make_db_result_store(*conn);  // identical candidates are checked once across jobs
+  options.result_store = make_db_result_store(*conn);  // identical candidates are checked once across jobs
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
 
@@ -165,7 +165,7 @@ GenerateArgs parse_generate_args(const std::string& args_json) {
   return args_or_throw(spec::read_generate(parse_job_args_json(args_json, "generate"), spec::Source::job));
 }
 
-std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note) {
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note) {
   std::vector<CandidateProgram> programs;
   codegen::Analysis analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
@@ -181,13 +181,13 @@ std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, in
   return programs;
 }
 
-std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
                                                 int64_t model_id, int count, uint64_t seed) {
   auto policy = train::ModelPolicy::from_dir(model_dir, {}, /*trainable=*/false);
   train::PromptOp prompt_op;
   prompt_op.name = spec.name;
   prompt_op.source = spec.source;
-  for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, harness::dtype_name(input.dtype), input.shape});
+  for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, spec::dtype_name(input.dtype), input.shape});
   std::string prompt = train::render_prompt(prompt_op, train::PromptStyle::kforge_tiny);
   train::SamplingConfig sampling;
   sampling.temperature = 0.8;

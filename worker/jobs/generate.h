@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "spec/job_spec.h"
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #include "worker/worker.h"
 
 namespace kforge::jobs {
@@ -32,11 +32,11 @@ struct CandidateProgram {
 
 //! Up to `count` teacher-compiler programs, one per distinct schedule. `note` says
 //! why there are none (an op the teacher does not support).
-std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note);
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note);
 
 //! `count` samples from the HF model directory `model_dir` with the kforge-tiny
 //! prompt template. Throws std::runtime_error when the directory cannot be loaded.
-std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
                                                 int64_t model_id, int count, uint64_t seed);
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`.
