@@ -10,23 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "spec/job_spec.h"
 #include "spec/op_spec.h"
 #include "worker/worker.h"
 
 namespace kforge::jobs {
 
-//! The job's arguments, as POST /v1/generations stores them.
-struct GenerateArgs {
-  int64_t op_id = 0;
-  std::string target = "opencl";
-  std::string model = "kforge-tiny";
-  int64_t model_id = 0;     //!< 0: no trained version of `model` exists
-  int samples = 8;          //!< candidates to check
-  double time_budget_s = 600;
-  uint64_t seed = 0;
-};
+//! The job's arguments (spec/job_spec.h: the table POST /v1/generations reads too).
+using GenerateArgs = spec::GenerateArgs;
 
-//! Parses the job's args JSON; throws std::invalid_argument naming the bad field.
+//! Parses the job's args JSON with spec::read_generate; throws std::invalid_argument naming every bad field.
 GenerateArgs parse_generate_args(const std::string& args_json);
 
 //! One proposed program and where it came from.
