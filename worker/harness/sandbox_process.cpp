@@ -1,6 +1,6 @@
 // posix_spawn + prlimit: no fork of the (threaded, libtorch-holding) parent's address
 // space, so it is safe and cheap from threaded parents (libtorch, OpenMP, cpprestsdk).
-// Test: ctest -R harness_sandbox_process.
+// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
 #include "worker/harness/sandbox_process.h"
 
 #include <fcntl.h>

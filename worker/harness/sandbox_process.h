@@ -1,6 +1,6 @@
 // A child process under limits (CPU time, address space, wall clock, no core
 // dumps) talking over pipes: the isolation under the probe and the kernel sandbox.
-// Test: ctest -R harness_sandbox_process.
+// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
 #pragma once
 
 #include <sys/types.h>
