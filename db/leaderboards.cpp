@@ -1,6 +1,8 @@
 // Leaderboard queries (db/queries/leaderboards.sql).
 #include "db/leaderboards.h"
 
+#include <algorithm>
+
 #include "db/prepared.h"
 #include "db/sql.h"
 
@@ -15,14 +17,20 @@ std::optional<double> optional_double(const pqxx::field& field) {
 }  // namespace
 
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
-                                         const std::string& after_device, const std::string& target_filter,
-                                         int limit) {
-  ensure_prepared(conn, "leaderboard_ops");
+                                         const std::string& after_device, const OpLeaderFilter& filter, int limit) {
+  // One op has its own statement: `c.op_id = $1` lets the index seek to it, where
+  // an optional filter in the general query would scan from the first op.
+  const char* name = filter.op_id > 0 ? "leaderboard_ops_for_op" : "leaderboard_ops";
+  ensure_prepared(conn, name);
   // One statement in autocommit: no BEGIN/COMMIT round trips for a read.
   pqxx::nontransaction txn(conn);
+  pqxx::result rows =
+      filter.op_id > 0
+          ? txn.exec_prepared(name, filter.op_id, after_target, after_device, filter.target, filter.device, limit)
+          : txn.exec_prepared(name, after_op_id, after_target, after_device, filter.target, filter.device,
+                              filter.level, limit);
   std::vector<OpLeaderRow> out;
-  for (const auto& row :
-       txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, target_filter, limit)) {
+  for (const auto& row : rows) {
     OpLeaderRow r;
     r.op_id = row[0].as<int64_t>();
     r.op_name = row[1].as<std::string>();
@@ -35,7 +43,14 @@ std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_o
     r.kernel_ms = optional_double(row[8]);
     r.baseline_ms = optional_double(row[9]);
     r.created_at = row[10].as<std::string>();
+    r.level = row[11].as<int>();
+    r.generator = row[12].as<std::string>();
     out.push_back(std::move(r));
+  }
+  // The one-op statement cannot filter on level (one op has one level): do it here.
+  if (filter.op_id > 0 && filter.level > 0) {
+    out.erase(std::remove_if(out.begin(), out.end(), [&](const OpLeaderRow& r) { return r.level != filter.level; }),
+              out.end());
   }
   return out;
 }

@@ -3,16 +3,36 @@
 -- candidates_best_idx: a page reads only the rows of the ops it returns.
 
 -- name: leaderboard_ops
+-- $4 target, $5 device ('' = any), $6 level (0 = any). The generator is the model
+-- version that wrote the kernel, else what the worker recorded (teacher, policy).
 SELECT DISTINCT ON (c.op_id, c.target, c.device)
        c.op_id, o.name, c.target, c.device, c.id, c.job_id, coalesce(c.model_id, 0),
        c.speedup, c.kernel_ms, c.baseline_ms,
-       to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-FROM candidates c JOIN ops o ON o.id = c.op_id
+       to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       coalesce(o.level, 0), coalesce(m.name || '@' || m.version, c.details->>'generator', '')
+FROM candidates c JOIN ops o ON o.id = c.op_id LEFT JOIN models m ON m.id = c.model_id
 WHERE c.outcome = 'correct' AND NOT c.flagged
   AND (c.op_id, c.target, c.device) > ($1, $2, $3)
   AND ($4 = '' OR c.target = $4)
+  AND ($5 = '' OR c.device = $5)
+  AND ($6 = 0 OR o.level = $6)
 ORDER BY c.op_id, c.target, c.device, c.speedup DESC, c.id
-LIMIT $5;
+LIMIT $7;
+
+-- name: leaderboard_ops_for_op
+-- The same rows for one op ($1): the op page's best kernel per target and device.
+SELECT DISTINCT ON (c.op_id, c.target, c.device)
+       c.op_id, o.name, c.target, c.device, c.id, c.job_id, coalesce(c.model_id, 0),
+       c.speedup, c.kernel_ms, c.baseline_ms,
+       to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       coalesce(o.level, 0), coalesce(m.name || '@' || m.version, c.details->>'generator', '')
+FROM candidates c JOIN ops o ON o.id = c.op_id LEFT JOIN models m ON m.id = c.model_id
+WHERE c.outcome = 'correct' AND NOT c.flagged AND c.op_id = $1
+  AND (c.target, c.device) > ($2, $3)
+  AND ($4 = '' OR c.target = $4)
+  AND ($5 = '' OR c.device = $5)
+ORDER BY c.op_id, c.target, c.device, c.speedup DESC, c.id
+LIMIT $6;
 
 -- name: leaderboard_models
 SELECT DISTINCT ON (e.model_id, e.suite, e.target)
