@@ -19,16 +19,23 @@ std::optional<double> optional_double(const pqxx::field& field) {
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
                                          const std::string& after_device, const OpLeaderFilter& filter, int limit) {
   // One op has its own statement: `c.op_id = $1` lets the index seek to it, where
-  // an optional filter in the general query would scan from the first op.
-  const char* name = filter.op_id > 0 ? "leaderboard_ops_for_op" : "leaderboard_ops";
-  ensure_prepared(conn, name);
-  // One statement in autocommit: no BEGIN/COMMIT round trips for a read.
-  pqxx::nontransaction txn(conn);
-  pqxx::result rows =
-      filter.op_id > 0
-          ? txn.exec_prepared(name, filter.op_id, after_target, after_device, filter.target, filter.device, limit)
-          : txn.exec_prepared(name, after_op_id, after_target, after_device, filter.target, filter.device,
-                              filter.level, limit);
+  // an optional filter in the general query would scan from the first op. Device
+  // and level filters are planned per call (see leaderboard_ops_filtered).
+  pqxx::result rows;
+  if (filter.op_id > 0) {
+    ensure_prepared(conn, "leaderboard_ops_for_op");
+    pqxx::nontransaction txn(conn);  // one statement in autocommit: no BEGIN/COMMIT round trips
+    rows = txn.exec_prepared("leaderboard_ops_for_op", filter.op_id, after_target, after_device, filter.target,
+                             filter.device, limit);
+  } else if (!filter.device.empty() || filter.level > 0) {
+    pqxx::nontransaction txn(conn);
+    rows = txn.exec_params(sql("leaderboard_ops_filtered"), after_op_id, after_target, after_device, filter.target,
+                           filter.device, filter.level, limit);
+  } else {
+    ensure_prepared(conn, "leaderboard_ops");
+    pqxx::nontransaction txn(conn);
+    rows = txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, filter.target, limit);
+  }
   std::vector<OpLeaderRow> out;
   for (const auto& row : rows) {
     OpLeaderRow r;

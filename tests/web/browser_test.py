@@ -364,9 +364,14 @@ def dark_mode_follows_the_system(b):
         b.open("/")
         page_ready(b, "section table tbody tr")
         b.screenshot("dark-leaderboard")
+        b.set_viewport(*PHONE, mobile=True)
+        b.open("/")
+        page_ready(b, "section table tbody tr")
+        b.screenshot("phone-dark-leaderboard")
         b.collect_console("dark")
     finally:
         b.set_dark(False)
+        b.set_viewport(*DESKTOP)
 
 
 def main():

@@ -1,10 +1,10 @@
 // Jobs: every job (generations, training, evaluations) newest first with status,
 // progress bars, kind / status filters kept in the URL, and cancel (needs a token).
-// Polls every 3 s. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
+// Polls every 5 s. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
 import { h, notice, error_text, page_header, sortable_table, badge, progress_bar, time, link } from '../dom.js';
 
-const POLL_MS = 3000;
+const POLL_MS = 5000;
 const KINDS = [['', 'any kind'], ['generate', 'generation'], ['train_sft', 'SFT training'], ['train_grpo', 'GRPO training'], ['evaluate', 'evaluation']];
 const STATUSES = ['', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'];
 

@@ -7,7 +7,7 @@ import * as api from '../api.js';
 import { h, notice, error_text, page_header, sortable_table, speedup, ms, percent, time, link } from '../dom.js';
 
 const LEVEL_NAMES = { 1: 'Level 1 · single ops', 2: 'Level 2 · fusions' };
-const POLL_MS = 15000;
+const POLL_MS = 30000;
 
 function tabs(active) {
   const tab = (href, text, name) => h('a', { href, 'aria-current': active === name ? 'page' : null }, text);

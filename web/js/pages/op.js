@@ -7,7 +7,7 @@ import { h, notice, error_text, page_header, sortable_table, speedup, ms, shape,
 import { code_block, language_for } from '../code.js';
 import { speedup_chart } from '../charts.js';
 
-const POLL_MS = 10000;
+const POLL_MS = 30000;
 
 function dist_text(dist) {
   if (dist === undefined || dist === null) return 'default';

@@ -1,13 +1,13 @@
 // Training: the list of SFT / GRPO runs, and one run live: loss, reward, correct
 // rate, speedup, KL and rule-violation rate per step (charts that grow while the
 // run is going), checkpoints (the model versions it registered) and events.
-// Polls every 3 s until the run ends. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
+// Polls the run every 5 s until it ends; metrics and events only when it moved. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
 import { h, notice, error_text, page_header, sortable_table, badge, time, link, num } from '../dom.js';
 import { line_chart } from '../charts.js';
 import { job_progress } from './jobs.js';
 
-const POLL_MS = 3000;
+const POLL_MS = 5000;
 
 // [metric key, title, y axis]; SFT records loss (and val_loss), GRPO the rest.
 const SERIES = [
@@ -114,8 +114,14 @@ function run(main, id) {
     checkpoints_box.replaceChildren(checkpoints.el);
   }
 
+  let last_etag = null;
   return api.poll(async () => {
-    const job = await api.get(`/v1/training-jobs/${id}`);
+    const reply = await api.request('GET', `/v1/training-jobs/${id}`);
+    // Each step updates the job's progress, so an unchanged job (same ETag) means no
+    // new metrics or events: skip those requests.
+    if (reply.etag && reply.etag === last_etag) return true;
+    last_etag = reply.etag;
+    const job = reply.data;
     for (;;) {
       const page = await api.get(`/v1/training-jobs/${id}/metrics?limit=100${after_step !== null ? `&after=${after_step}` : ''}`);
       points.push(...page.data);

@@ -1,10 +1,10 @@
 // Workers: who is alive (heartbeat within 30 s), on what device, running which
 // jobs. GET /v1/workers needs an admin token, so without one the page says so
-// instead of asking. Polls every 5 s. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
+// instead of asking. Polls every 10 s. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
 import { h, notice, error_text, page_header, sortable_table, badge, time, link } from '../dom.js';
 
-const POLL_MS = 5000;
+const POLL_MS = 10000;
 
 export function render(main) {
   const body = h('div', {});
