@@ -6,6 +6,7 @@
 #   python3 tests/web/browser_test.py --base-url http://127.0.0.1:PORT \
 #       --submit-token kf_... --admin-token kf_... --artifacts build/test-artifacts/web
 import argparse
+import base64
 import json
 import os
 import re
@@ -100,10 +101,20 @@ class Browser:
                 continue
             self.console_errors.append(f"{step}: {entry.get('message')}")
 
-    def screenshot(self, name):
+    def screenshot(self, name, tall=0):
+        """The top of the page; tall > 0 captures that many CSS pixels of it instead of the window."""
         os.makedirs(self.artifacts, exist_ok=True)
         self.js("document.activeElement && document.activeElement.blur && document.activeElement.blur(); window.scrollTo(0, 0)")
-        self.driver.save_screenshot(os.path.join(self.artifacts, f"{name}.png"))
+        path = os.path.join(self.artifacts, f"{name}.png")
+        if not tall:
+            self.driver.save_screenshot(path)
+            return
+        width, height = self.js("return [document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+        shot = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": min(height, tall), "scale": 1}})
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(shot["data"]))
 
     def set_viewport(self, width, height, mobile=False):
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
@@ -201,7 +212,7 @@ def op_page_shows_reference_best_kernel_and_candidates(b):
     best.find_element(By.CSS_SELECTOR, "button.copy").click()
     b.wait(lambda d: best.find_element(By.CSS_SELECTOR, "button.copy").text in ("Copied", "Selected: press Ctrl+C"), 5,
            "the copy button did nothing")
-    b.screenshot("op")
+    b.screenshot("op", tall=1400)
     b.collect_console("op")
 
 
@@ -217,7 +228,7 @@ def training_page_draws_charts(b):
     text = b.css("main")[0].text
     check("checkpoint" in text.lower() and "kforge-tiny@2" in text, "checkpoints are not listed")
     check("group dropped" in text, "events are not listed")
-    b.screenshot("training")
+    b.screenshot("training", tall=1300)
     b.go("/training/901")
     b.wait(lambda d: "SFT does not record this" in d.find_element(By.TAG_NAME, "main").text, 20,
            "an SFT run should say which series it does not record")
@@ -312,7 +323,7 @@ def good_op_is_followed_live_to_a_highlighted_kernel(b, submit_token):
     check(code.find_elements(By.CSS_SELECTOR, "span[class^='hljs-']"), "the best kernel is not highlighted")
     check(b.css("table tbody tr .badge-correct"), "the arriving candidates are not listed")
     check(not b.css("#cancel"), "a finished generation still offers cancel")
-    b.screenshot("generation")
+    b.screenshot("generation", tall=1300)
     b.collect_console("generation")
 
 

@@ -91,9 +91,16 @@ export function speedup_chart(label) {
       options,
     });
     chart.data.datasets[1].data = baseline();
+    fit_x(chart.options.scales.x);
     chart.update('none');
     el.dataset.drawn = 'true';
   }).catch(() => { el.replaceChildren(h('p', { class: 'notice notice-error' }, 'Charts need the libjs-chart.js package on the server.')); });
+  // Whole candidates on the x axis, half a bar of margin each side.
+  function fit_x(x) {
+    x.ticks.callback = (value) => (Number.isInteger(value) ? value : '');
+    x.min = pending.length ? pending[0].x - 0.5 : undefined;
+    x.max = pending.length ? pending[pending.length - 1].x + 0.5 : undefined;
+  }
   function baseline() {
     if (!pending.length) return [];
     return [{ x: pending[0].x - 0.5, y: 1 }, { x: pending[pending.length - 1].x + 0.5, y: 1 }];
@@ -111,6 +118,7 @@ export function speedup_chart(label) {
         chart.data.datasets[0].data = points;
         chart.data.datasets[0].backgroundColor = colours();
         chart.data.datasets[1].data = baseline();
+        fit_x(chart.options.scales.x);
         chart.update('none');
       }
     },

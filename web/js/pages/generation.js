@@ -58,7 +58,7 @@ export function render(main, params) {
   let best_shown = undefined;
   const fresh = new Set();
   const table = sortable_table(`Candidates of generation ${id}, newest last`, [
-    { key: 'sample_idx', label: '#', numeric: true, value: (c) => c.sample_idx },
+    { key: 'sample_idx', label: '#', numeric: true, value: (c) => c.sample_idx + 1 },
     { key: 'outcome', label: 'Outcome', cell: (c) => h('span', {}, badge(c.outcome), c.flagged ? ' ' : '', c.flagged ? badge('flagged') : '') },
     { key: 'speedup', label: 'vs eager', numeric: true, cell: (c) => speedup(c.speedup) },
     { key: 'kernel_ms', label: 'Kernel', numeric: true, cell: (c) => ms(c.kernel_ms) },
