@@ -11,8 +11,9 @@ CTEST_ARGS ?=
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-deps: ## install build and run dependencies from Debian packages (quiet when present)
+deps: ## install build and run dependencies from Debian packages and the test venv (quiet when present)
 	@scripts/install-deps.sh
+	@scripts/python-env.sh $(BUILD_DIR)
 
 $(BUILD_DIR)/build.ninja:
 	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) >/dev/null

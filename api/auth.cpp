@@ -1,12 +1,12 @@
 // Token hashing, minting and checking behind api/auth.h.
 #include "api/auth.h"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <stdexcept>
 
 #include "api/errors.h"
+#include "common/sha256.h"
 #include "db/tokens.h"
 
 namespace kforge::api {
@@ -44,15 +44,6 @@ bool Principal::allows(Scope scope) const {
 }
 
 std::string Principal::key() const { return token_id ? "token:" + std::to_string(token_id) : "anonymous"; }
-
-std::string sha256_hex(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_Digest(sha256) failed");
-  }
-  return to_hex(digest, size);
-}
 
 std::string token_generate() {
   unsigned char bytes[24];

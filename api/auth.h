@@ -11,6 +11,7 @@
 #include <pqxx/pqxx>
 
 #include "api/http.h"
+#include "common/sha256.h"  // sha256_hex: token, request-body and idempotency hashes
 
 namespace kforge::api {
 
@@ -26,8 +27,6 @@ struct Principal {
   std::string key() const;
 };
 
-//! Lower-case hex sha256 of `text` (OpenSSL).
-std::string sha256_hex(const std::string& text);
 //! A fresh random secret "kf_" + 48 hex digits.
 std::string token_generate();
 //! Parses "submit", "admin" or "submit,admin"; error message names the bad scope.

@@ -1,4 +1,5 @@
 // Error kinds and their one mapping to HTTP status and RFC 9457 problem+json.
+// Test: ctest -R api_router_test.
 #pragma once
 
 #include <string>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "api/http.h"
+#include "spec/field.h"
 
 namespace kforge::api {
 
@@ -23,11 +25,9 @@ enum class ErrorKind {
   internal,             //!< a bug; details are logged, not returned
 };
 
-//! One offending field in a validation error: JSON pointer-ish path and why.
-struct FieldError {
-  std::string field;
-  std::string message;
-};
+//! One offending field in a validation error: dotted path and why (the job readers of
+//! spec/job_spec.h return the same type).
+using FieldError = spec::FieldError;
 
 //! The status code for a kind (the one place this mapping lives).
 int status_for(ErrorKind kind);

@@ -1,4 +1,5 @@
 // Shared handler helpers behind api/handler_util.h.
+// Test: ctest -R api_handler_util_test.
 #include "api/handler_util.h"
 
 #include <cmath>
@@ -29,16 +30,6 @@ int json_depth(const std::string& text) {
   return deepest;
 }
 
-const char* type_name(const json& value) {
-  if (value.is_null()) return "null";
-  if (value.is_boolean()) return "boolean";
-  if (value.is_number_integer()) return "integer";
-  if (value.is_number()) return "number";
-  if (value.is_string()) return "string";
-  if (value.is_array()) return "array";
-  return "object";
-}
-
 HttpResponse unavailable(const std::string& detail) {
   HttpResponse resp = problem(ErrorKind::unavailable, detail);
   resp.headers.emplace_back("Retry-After", "1");
@@ -60,7 +51,8 @@ std::optional<HttpResponse> parse_json_object(const std::string& body, json* out
     return problem(ErrorKind::bad_request, std::string("the body is not valid JSON: ") + e.what());
   }
   if (!out->is_object()) {
-    return problem(ErrorKind::bad_request, std::string("the body must be a JSON object, not ") + type_name(*out));
+    return problem(ErrorKind::bad_request,
+                   std::string("the body must be a JSON object, not ") + spec::json_type_name(*out));
   }
   return std::nullopt;
 }
@@ -79,7 +71,7 @@ std::string FieldReader::string(const std::string& name, bool required, const st
   const json* value = find(name, required);
   if (!value) return fallback;
   if (!value->is_string()) {
-    errors_.push_back({prefix_ + name, std::string("must be a string, not ") + type_name(*value)});
+    errors_.push_back({prefix_ + name, std::string("must be a string, not ") + spec::json_type_name(*value)});
     return fallback;
   }
   const auto& text = value->get_ref<const std::string&>();
@@ -108,7 +100,7 @@ int64_t FieldReader::integer(const std::string& name, bool required, int64_t fal
   } else if (value->is_number_integer()) {
     number = value->get<int64_t>();
   } else {
-    errors_.push_back({prefix_ + name, std::string("must be an integer, not ") + type_name(*value)});
+    errors_.push_back({prefix_ + name, std::string("must be an integer, not ") + spec::json_type_name(*value)});
     return fallback;
   }
   if (number < min || number > max) {
@@ -122,7 +114,7 @@ double FieldReader::number(const std::string& name, bool required, double fallba
   const json* value = find(name, required);
   if (!value) return fallback;
   if (!value->is_number()) {
-    errors_.push_back({prefix_ + name, std::string("must be a number, not ") + type_name(*value)});
+    errors_.push_back({prefix_ + name, std::string("must be a number, not ") + spec::json_type_name(*value)});
     return fallback;
   }
   double number = value->get<double>();
@@ -148,7 +140,7 @@ std::string FieldReader::choice(const std::string& name, bool required, const st
 const json* FieldReader::object(const std::string& name, bool required) {
   const json* value = find(name, required);
   if (value && !value->is_object()) {
-    errors_.push_back({prefix_ + name, std::string("must be an object, not ") + type_name(*value)});
+    errors_.push_back({prefix_ + name, std::string("must be an object, not ") + spec::json_type_name(*value)});
     return nullptr;
   }
   return value;
@@ -166,8 +158,10 @@ void FieldReader::merge(const FieldReader& other) {
   errors_.insert(errors_.end(), other.errors_.begin(), other.errors_.end());
 }
 
-HttpResponse FieldReader::response(const std::string& detail) const {
-  return problem(ErrorKind::unprocessable, detail, errors_);
+HttpResponse FieldReader::response(const std::string& detail) const { return field_problem(errors_, detail); }
+
+HttpResponse field_problem(const std::vector<FieldError>& errors, const std::string& detail) {
+  return problem(ErrorKind::unprocessable, detail, errors);
 }
 
 std::optional<HttpResponse> parse_page(const HttpRequest& req, PageRequest* page) {

@@ -28,7 +28,8 @@ constexpr int kMaxJsonDepth = 64;
 //! Parses the body as a JSON object; on failure returns the 400 response.
 std::optional<HttpResponse> parse_json_object(const std::string& body, json* out);
 
-//! Collects field errors while reading a JSON object; 422 when any.
+//! Collects field errors while reading a JSON object; 422 when any. For the bodies of
+//! ops, models and tokens: job kinds have their own tables and reader (spec/job_spec.h).
 class FieldReader {
  public:
   explicit FieldReader(const json& object, std::string prefix = "") : object_(object), prefix_(std::move(prefix)) {}
@@ -60,6 +61,10 @@ class FieldReader {
   std::string prefix_;
   std::vector<FieldError> errors_;
 };
+
+//! The 422 problem+json listing field errors (a job reader's, or a lookup's such as "no such model").
+HttpResponse field_problem(const std::vector<FieldError>& errors,
+                           const std::string& detail = "the request body has invalid fields");
 
 //! A page request: `after` (opaque cursor, "" = from the start) and `limit` 1-100 (default 20).
 struct PageRequest {

@@ -4,7 +4,9 @@
 
 #include <atomic>
 
-#include "worker/harness/op_spec.h"
+#include "common/sha256.h"
+
+#include "spec/op_spec.h"
 #include "worker/harness/probe.h"
 
 namespace kforge::api {
@@ -84,18 +86,18 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
                           "must be an object"}});
     return out;
   }
-  auto parsed = harness::parse_op_spec(op_body.dump());
+  auto parsed = spec::parse_op_spec(op_body.dump());
   int level = 0;
   auto level_error = read_level(op_body, &level);
   if (!parsed.ok() || level_error) {
     std::vector<FieldError> fields;
     for (const auto& error : parsed.errors) fields.push_back({field_prefix + error.field, error.message});
     if (level_error) fields.push_back({field_prefix + "level", *level_error});
-    std::string detail = parsed.ok() ? "level: " + *level_error : harness::describe_errors(parsed.errors);
+    std::string detail = parsed.ok() ? "level: " + *level_error : spec::describe_errors(parsed.errors);
     out.error = problem(ErrorKind::unprocessable, "the op is invalid: " + detail, fields);
     return out;
   }
-  std::string canonical = harness::op_spec_to_json(parsed.spec);
+  std::string canonical = spec::op_spec_to_json(parsed.spec);
   std::string digest = sha256_hex(canonical);
   if (auto existing = db::op_find_by_sha256(conn, digest)) {
     out.op = existing;
@@ -121,7 +123,7 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
   sample["shapes"] = json::object();
   for (const auto& [name, shape] : probe.shapes) sample["shapes"][name] = shape;
   for (const auto& output : probe.outputs) {
-    sample["outputs"].push_back({{"shape", output.shape}, {"dtype", harness::dtype_name(output.dtype)}});
+    sample["outputs"].push_back({{"shape", output.shape}, {"dtype", spec::dtype_name(output.dtype)}});
   }
   db::OpRecord record;
   record.name = parsed.spec.name;

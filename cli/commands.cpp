@@ -1,5 +1,6 @@
 // kforge CLI commands behind cli/commands.h. Output is for people (tables, a
-// progress bar); `--json` prints the server's JSON instead, for scripts.
+// progress bar); `--json` prints the server's JSON instead, for scripts. Generation
+// defaults come from spec/job_spec.h. Test: ctest -R cli_test.
 #include "cli/commands.h"
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "spec/job_spec.h"
 
 namespace kforge::cli {
 namespace {
@@ -278,6 +281,20 @@ int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostr
   return 0;
 }
 
+// A generate flag whose default and doc are the generation table's (spec/job_spec.h), so
+// `kforge generate` sends what the API would pick anyway.
+FlagSpec generate_flag(const std::string& field_path, const std::string& flag) {
+  spec::FieldInfo field = spec::job_field(spec::JobKind::generate, field_path);
+  std::string help = "generate: " + field.doc;
+  if (!field.choices.empty()) {
+    help += " (";
+    for (size_t choice_idx = 0; choice_idx < field.choices.size(); ++choice_idx)
+      help += (choice_idx ? ", " : "") + field.choices[choice_idx];
+    help += ")";
+  }
+  return {flag, "", spec::default_text(field), help};
+}
+
 }  // namespace
 
 std::vector<FlagSpec> cli_flags() {
@@ -286,9 +303,9 @@ std::vector<FlagSpec> cli_flags() {
       {"token", "KFORGE_TOKEN", "", "API token (Bearer)"},
       {"op", "", "", "generate: op JSON file"},
       {"op-id", "", "", "generate: id of a stored op"},
-      {"samples", "", "8", "generate: candidates to sample"},
-      {"target", "", "opencl", "generate: opencl, cuda or triton"},
-      {"model", "", "kforge-tiny", "generate: model name or name@version"},
+      generate_flag("samples", "samples"),
+      generate_flag("target", "target"),
+      generate_flag("model", "model"),
       {"wait", "", "false", "generate: wait and show progress, then the kernel", true},
       {"timeout-s", "", "3600", "generate --wait: give up after this long"},
       {"poll-s", "", "1", "generate --wait: polling interval"},

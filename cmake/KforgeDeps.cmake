@@ -5,6 +5,16 @@ find_package(nlohmann_json 3 REQUIRED)
 
 find_package(OpenCL REQUIRED)
 
+# CUDA toolkit (NVRTC + cuda.h) for the cuda kernel target. libcuda itself is loaded at
+# run time, so this builds, and compiles CUDA candidates, on machines without a GPU.
+if(KFORGE_WITH_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::nvrtc)
+    message(STATUS "kforge: CUDA toolkit not found: the cuda target is off (set CUDAToolkit_ROOT to enable)")
+    set(KFORGE_WITH_CUDA OFF)
+  endif()
+endif()
+
 if(KFORGE_WITH_TORCH)
   # Debian's libtorch-dev (1.13) or PyTorch 2.x (-DCMAKE_PREFIX_PATH=torch.utils.cmake_prefix_path).
   find_package(Torch REQUIRED)
@@ -23,8 +33,10 @@ endif()
 if(KFORGE_WITH_SERVER)
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
-  find_package(cpprestsdk REQUIRED)
   find_package(OpenSSL REQUIRED)
+  if(KFORGE_WITH_HTTP)
+    find_package(cpprestsdk REQUIRED)
+  endif()
 endif()
 
 if(KFORGE_BUILD_TESTS)

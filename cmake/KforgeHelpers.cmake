@@ -1,5 +1,5 @@
 # Helpers shared by every folder: one way to declare a library, an executable
-# and a test (with labels fast, db, slow, gpu), and to embed SQL files.
+# and a test (with labels fast, db, slow, gpu), and to embed files (SQL, OpenAPI).
 
 # kforge_add_library(name SOURCES a.cpp ... [DEPS lib ...] [PUBLIC_DEPS lib ...])
 function(kforge_add_library name)
@@ -42,19 +42,26 @@ function(kforge_add_test name)
     SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endfunction()
 
-# kforge_embed_sql(target DIR dir VAR name): compiles every *.sql under dir into a
-# generated source exposing `const kforge::EmbeddedFile <name>[]` (name, text), so
-# SQL lives in .sql files yet ships inside the binary.
-function(kforge_embed_sql target)
-  cmake_parse_arguments(ARG "" "DIR;VAR" "" ${ARGN})
-  file(GLOB_RECURSE sql_files CONFIGURE_DEPENDS ${ARG_DIR}/*.sql)
-  list(SORT sql_files)
+# kforge_embed_files(target VAR name DIR dir GLOB pattern | FILES name...): compiles
+# files under dir (every match of the recursive glob, sorted, or the names given) into a
+# generated source exposing `const kforge::EmbeddedFile <name>[]` (path relative to dir,
+# text), so SQL and the OpenAPI document live in their own files yet ship inside the
+# binary. The script is cmake/EmbedFiles.cmake.
+function(kforge_embed_files target)
+  cmake_parse_arguments(ARG "" "DIR;VAR;GLOB" "FILES" ${ARGN})
+  set(names ${ARG_FILES})
+  if(ARG_GLOB)
+    file(GLOB_RECURSE names CONFIGURE_DEPENDS RELATIVE ${ARG_DIR} ${ARG_DIR}/${ARG_GLOB})
+    list(SORT names)
+  endif()
+  list(TRANSFORM names PREPEND ${ARG_DIR}/ OUTPUT_VARIABLE paths)
+  string(REPLACE ";" "," name_list "${names}")
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_VAR}_embedded.cpp)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DVAR=${ARG_VAR} -DDIR=${ARG_DIR}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DVAR=${ARG_VAR} -DDIR=${ARG_DIR} -DFILES=${name_list}
             -P ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
-    DEPENDS ${sql_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
-    COMMENT "Embedding SQL from ${ARG_DIR}")
+    DEPENDS ${paths} ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    COMMENT "Embedding ${ARG_VAR} from ${ARG_DIR}")
   target_sources(${target} PRIVATE ${out})
 endfunction()

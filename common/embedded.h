@@ -1,5 +1,6 @@
-// Files compiled into the binary (SQL migrations and named queries); see
-// cmake/EmbedFiles.cmake. Arrays end with {nullptr, nullptr}.
+// Files compiled into the binary (SQL migrations and named queries, the OpenAPI
+// document): see kforge_embed_files in cmake/KforgeHelpers.cmake. Arrays end with
+// {nullptr, nullptr}. Used by db/sql.cpp and api/routes/meta_routes.cpp.
 #pragma once
 
 namespace kforge {

@@ -91,6 +91,7 @@ Job job_from_row(const pqxx::row& row) {
   if (!row["worker_id"].is_null()) job.worker_id = row["worker_id"].as<int64_t>();
   job.idempotency_key = row["idempotency_key"].as<std::string>();
   job.cancel_requested = row["cancel_requested"].as<bool>();
+  job.required_tags = parse_text_array(row["requires"].as<std::string>());
   return job;
 }
 
@@ -100,7 +101,8 @@ InsertResult job_insert(pqxx::transaction_base& txn, const JobInsert& job) {
   // then the insert is simply tried again.
   for (int attempt_idx = 0; attempt_idx < 5; ++attempt_idx) {
     auto rows = txn.exec_params(job_sql("job_insert"), job.kind, job.queue, job.priority, job.args_json,
-                                job.max_attempts, job.delay_seconds, job.idempotency_key);
+                                job.max_attempts, job.delay_seconds, job.idempotency_key,
+                                capability_array(job.required_tags));
     if (!rows.empty()) {
       txn.exec_params(job_sql("job_notify"), job.queue);
       return {job_from_row(rows[0]), true};
@@ -226,6 +228,35 @@ int64_t job_prune(pqxx::connection& conn, double retention_seconds, int limit) {
   auto result = txn.exec_params(job_sql("job_prune"), retention_seconds, limit);
   txn.commit();
   return result.affected_rows();
+}
+
+std::string capability_array(const std::vector<std::string>& tags) {
+  std::string out = "{";
+  for (size_t tag_idx = 0; tag_idx < tags.size(); ++tag_idx) {
+    const std::string& tag = tags[tag_idx];
+    bool ok = !tag.empty() && tag.size() <= 128;
+    for (char c : tag)
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' || c == '-');
+    if (!ok) throw std::invalid_argument("capability tag '" + tag + "' is invalid (use [a-z0-9_.:-])");
+    out += (tag_idx ? "," : "") + tag;
+  }
+  return out + "}";
+}
+
+std::vector<std::string> parse_text_array(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return out;
+  std::string item;
+  for (size_t pos = 1; pos + 1 < text.size(); ++pos) {
+    if (text[pos] == ',') {
+      out.push_back(item);
+      item.clear();
+    } else if (text[pos] != '"') {
+      item += text[pos];
+    }
+  }
+  if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 std::string sql_bigint_array(const std::vector<int64_t>& values) {

@@ -38,6 +38,7 @@ struct JobInsert {
   int max_attempts = 3;            //!< 1 .. 1000
   double delay_seconds = 0;        //!< > 0: state scheduled until then
   std::string idempotency_key;     //!< empty = none; unique among unfinished jobs
+  std::vector<std::string> required_tags;  //!< capability tags its worker must have ("target:triton"); empty = any
 };
 
 //! A job row as the queue returns it.
@@ -56,6 +57,7 @@ struct Job {
   std::string idempotency_key;        //!< "" when none
   bool cancel_requested = false;      //!< someone asked to cancel it
   std::string lease_expires_at;       //!< ISO-8601 UTC while running, else ""
+  std::vector<std::string> required_tags;  //!< capability tags a worker needs to claim it
 };
 
 //! What job_insert did.
@@ -132,6 +134,7 @@ struct ClaimRequest {
   int limit = 1;                   //!< batch size, 1 .. 10000
   double lease_seconds = 30;       //!< the claim lapses unless extended before then
   std::vector<std::string> kinds;  //!< only these kinds; empty = any
+  std::vector<std::string> capabilities;  //!< this worker's tags: only jobs requiring a subset
 };
 
 //! Claims up to `limit` due jobs in (priority, scheduled_at, id) order with one
@@ -142,7 +145,14 @@ std::vector<Job> job_claim(pqxx::connection& conn, const ClaimRequest& request);
 //! Seconds until the next pending job of the queue is due (<= 0: due now), or
 //! nullopt when none is pending.
 std::optional<double> job_next_due(pqxx::connection& conn, const std::string& queue,
-                                   const std::vector<std::string>& kinds = {});
+                                   const std::vector<std::string>& kinds = {},
+                                   const std::vector<std::string>& capabilities = {});
+
+//! A SQL text[] literal of capability tags ("{target:triton,device:gpu}"); throws
+//! std::invalid_argument for a tag outside [a-z0-9_.:-].
+std::string capability_array(const std::vector<std::string>& tags);
+//! Parses a text[] column's text form ("{a,b}") into its elements (tags need no quoting).
+std::vector<std::string> parse_text_array(const std::string& text);
 
 //! Result of a heartbeat.
 struct HeartbeatResult {

@@ -48,7 +48,8 @@ std::vector<Job> job_claim(pqxx::connection& conn, const ClaimRequest& request) 
   job_prepare(conn, "job_claim");
   pqxx::nontransaction txn(conn);
   auto rows = txn.exec_prepared("job_claim", request.queue, request.worker_id, request.limit,
-                              request.lease_seconds, text_array(request.kinds));
+                              request.lease_seconds, text_array(request.kinds),
+                              capability_array(request.capabilities));
   std::vector<Job> jobs;
   jobs.reserve(rows.size());
   for (const auto& row : rows) jobs.push_back(job_from_row(row));
@@ -60,9 +61,10 @@ std::vector<Job> job_claim(pqxx::connection& conn, const ClaimRequest& request) 
 }
 
 std::optional<double> job_next_due(pqxx::connection& conn, const std::string& queue,
-                                   const std::vector<std::string>& kinds) {
+                                   const std::vector<std::string>& kinds,
+                                   const std::vector<std::string>& capabilities) {
   pqxx::read_transaction txn(conn);
-  auto row = txn.exec_params1(job_sql("job_next_due"), queue, text_array(kinds));
+  auto row = txn.exec_params1(job_sql("job_next_due"), queue, text_array(kinds), capability_array(capabilities));
   if (row[0].is_null()) return std::nullopt;
   return row[0].as<double>();
 }

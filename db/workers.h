@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -16,6 +17,7 @@ struct WorkerInfo {
   std::string device;
   std::string version;
   int slots = 1;
+  std::vector<std::string> capabilities;  //!< tags it can run: "target:opencl", "target:triton", "device:gpu"...
 };
 
 //! Inserts the workers row; returns its id.
@@ -24,5 +26,8 @@ int64_t worker_register(pqxx::connection& conn, const WorkerInfo& info);
 void worker_heartbeat(pqxx::connection& conn, int64_t worker_id, const std::string& state);
 //! Marks the worker stopped.
 void worker_stop(pqxx::connection& conn, int64_t worker_id);
+//! How many live workers (a heartbeat within `alive_seconds`) could run a job requiring `tags`.
+int64_t worker_capable_count(pqxx::transaction_base& txn, const std::vector<std::string>& tags,
+                             double alive_seconds = 60);
 
 }  // namespace kforge::db

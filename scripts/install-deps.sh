@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git python3-venv
   libtorch-dev python3-torch
   libcpprest-dev libssl-dev zlib1g-dev
   libpqxx-dev postgresql postgresql-contrib

@@ -3,7 +3,7 @@
 # Usage: scripts/pg.sh start|stop|status|url
 #   start   creates the cluster on first use, starts it on 127.0.0.1, prints its URL
 #   stop    stops it (data stays); status: running or not; url: prints the URL
-# Env: KFORGE_DATA_DIR, KFORGE_PG_PORT (default: first free port from 5433),
+# Env: KFORGE_DATA_DIR, KFORGE_PG_PORT (default: first free port from 5433), KFORGE_PG_BINDIR,
 #      KFORGE_PG_FAST=1 (fsync off: for throwaway test clusters only).
 # PostgreSQL refuses to run as root, so as root the cluster belongs to a system
 # user 'kforge' (created on demand) and pg_ctl runs through runuser.
@@ -17,7 +17,8 @@ pg_root="$data_root/pg"
 pg_data="$pg_root/data"
 pg_user=$(id -un)
 
-bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+# KFORGE_PG_BINDIR: PostgreSQL binaries elsewhere (a GPU host without apt: bench/gpu/run_device.sh).
+bindir=${KFORGE_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 if [ -z "$bindir" ] || [ ! -x "$bindir/pg_ctl" ]; then
   echo "pg.sh: PostgreSQL server binaries not found; run scripts/install-deps.sh" >&2
   exit 1

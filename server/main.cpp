@@ -19,6 +19,7 @@
 #include "api/routes/routes.h"
 #include "api/system_routes.h"
 #include "common/config.h"
+#include "common/sha256.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "db/connection.h"
@@ -83,7 +84,7 @@ int token_command(const std::vector<std::string>& args, const kforge::Flags& fla
     auto conn = kforge::db::connect(url);
     kforge::db::migrate(*conn);
     std::string secret = kforge::api::token_generate();
-    kforge::db::token_insert(*conn, flags.get("name"), kforge::api::sha256_hex(secret), secret.substr(0, 8), scopes);
+    kforge::db::token_insert(*conn, flags.get("name"), kforge::sha256_hex(secret), secret.substr(0, 8), scopes);
     std::cout << secret << "\n";
     return 0;
   } catch (const std::exception& e) {

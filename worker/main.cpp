@@ -1,7 +1,7 @@
 // kforge-worker: claims jobs from PostgreSQL and runs them. Thin: parses flags
 // and wires the pieces. Subcommands that need no database work in every build:
 //   kforge-worker [run]     register, heartbeat, run jobs (needs KFORGE_WITH_SERVER)
-//   kforge-worker devices   list OpenCL devices
+//   kforge-worker devices   list OpenCL and CUDA devices and the capability tags they give
 //   kforge-worker check op.json kernel.cl   check one kernel program (docs/harness.md)
 #include <signal.h>
 
@@ -11,7 +11,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/version.h"
-#include "worker/harness/devices.h"
+#include "worker/harness/host_devices.h"
 #include "worker/harness/check_command.h"
 #ifdef KFORGE_WITH_SERVER
 #include "worker/worker.h"
@@ -28,17 +28,21 @@ std::atomic<bool> g_stop{false};
 
 void on_stop_signal(int) { g_stop = true; }
 
+// Lists devices as a child sees them (this process never initialises OpenCL or CUDA).
 int list_devices_command() {
-  auto devices = kforge::harness::list_devices();
-  if (devices.empty()) {
-    std::cout << "no OpenCL devices (is an ICD such as pocl-opencl-icd installed?)\n";
-    return 1;
-  }
-  for (const auto& d : devices) {
+  auto host = kforge::harness::probe_host_devices();
+  if (host.opencl.empty()) std::cout << "no OpenCL devices (is an ICD such as pocl-opencl-icd installed?)\n";
+  for (const auto& d : host.opencl) {
     std::cout << d.platform << " | " << d.name << " | " << d.version << " | driver " << d.driver_version << " | "
               << d.compute_units << " compute units" << (d.is_gpu ? " | GPU" : "") << "\n";
   }
-  return 0;
+  for (const auto& name : host.cuda) std::cout << "CUDA | " << name << "\n";
+  if (host.cuda.empty()) std::cout << "no CUDA device: " << host.cuda_note << "\n";
+  std::cout << "triton: " << (host.triton ? "yes" : "no") << (host.triton_note.empty() ? "" : " (" + host.triton_note + ")")
+            << "\ncapabilities:";
+  for (const auto& tag : kforge::harness::capabilities_of(host)) std::cout << " " << tag;
+  std::cout << "\n";
+  return host.opencl.empty() && host.cuda.empty() ? 1 : 0;
 }
 
 }  // namespace
@@ -87,7 +91,17 @@ int main(int argc, char** argv) {
     std::cerr << "kforge-worker: " << e.what() << "\n";
     return 2;
   }
-  options.device = kforge::harness::describe_devices(kforge::harness::list_devices());
+  // Devices are found in a child: a worker that initialised OpenCL would start sandboxes
+  // that see only PoCL, and a CUDA context must never live in the worker.
+  // --capabilities skips the probe (it imports torch and triton on a GPU host: seconds).
+  if (flags.get("capabilities").empty()) {
+    auto host = kforge::harness::probe_host_devices();
+    options.device = kforge::harness::describe_host(host);
+    options.capabilities = kforge::harness::capabilities_of(host);
+  } else {
+    options.capabilities = kforge::worker::split_tags(flags.get("capabilities"));
+    options.device = "capabilities set with --capabilities";
+  }
   kforge::worker::HandlerRegistry registry = kforge::worker::default_registry();
 #ifdef KFORGE_WITH_GENERATE
   kforge::jobs::register_generate_job(registry, options.database_url);

@@ -31,6 +31,12 @@
 namespace kforge::worker {
 namespace {
 
+std::string join_tags(const std::vector<std::string>& tags) {
+  std::string out;
+  for (const auto& tag : tags) out += (out.empty() ? "" : ",") + tag;
+  return out;
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::string hostname() {
@@ -124,13 +130,15 @@ class Worker {
 };
 
 bool Worker::register_row() {
-  db::WorkerInfo info{hostname(), static_cast<int>(getpid()), options_.device, KFORGE_VERSION, options_.slots};
+  db::WorkerInfo info{hostname(), static_cast<int>(getpid()), options_.device, KFORGE_VERSION, options_.slots,
+                      options_.capabilities};
   double backoff = 0.2;
   while (!stop_) {
     try {
       worker_id_ = db::worker_register(producer_link_.get(), info);
       log_info("worker", "registered",
                {{"worker_id", std::to_string(worker_id_)}, {"device", options_.device},
+                {"capabilities", join_tags(options_.capabilities)},
                 {"slots", std::to_string(options_.slots)}, {"queue", options_.queue}});
       return true;
     } catch (const std::exception& e) {
@@ -207,6 +215,7 @@ void Worker::produce() {
   request.worker_id = worker_id_;
   request.lease_seconds = options_.lease_seconds;
   request.kinds = registry_.kinds();
+  request.capabilities = options_.capabilities;
   auto next_claim = Clock::now();
   double backoff = 0.1;
   // Outcomes waiting for the completer beyond this stop claiming (backpressure).
@@ -264,7 +273,7 @@ void Worker::produce() {
     // Drained: sleep until the next job is due, a NOTIFY, or the poll interval.
     double wait = options_.poll_seconds;
     try {
-      auto due = db::job_next_due(producer_link_.get(), options_.queue, request.kinds);
+      auto due = db::job_next_due(producer_link_.get(), options_.queue, request.kinds, request.capabilities);
       if (due) wait = std::min(wait, std::max(*due, 0.0));
       // Due now yet not claimed: other workers hold those rows, or the queue is paused.
       if (wait <= 0) wait = db::queue_is_paused(producer_link_.get(), options_.queue) ? options_.poll_seconds : 0.02;

@@ -21,6 +21,7 @@ namespace kforge::worker {
 struct WorkerOptions {
   std::string database_url;
   std::string device;                     //!< description stored in the workers row
+  std::vector<std::string> capabilities;  //!< tags it claims by (target:opencl, device:gpu...); jobs need a subset
   int slots = 1;                          //!< jobs run at once (one thread each)
   double heartbeat_seconds = 5;           //!< workers row heartbeat
   std::string queue = "default";          //!< the queue this worker claims from

@@ -17,7 +17,23 @@ std::vector<FlagSpec> worker_flag_specs() {
       {"shutdown-grace-s", "KFORGE_SHUTDOWN_GRACE_S", "30", "on SIGTERM, let running jobs finish this long"},
       {"backoff-base-s", "KFORGE_BACKOFF_BASE_S", "1", "first retry delay; doubles per attempt"},
       {"backoff-cap-s", "KFORGE_BACKOFF_CAP_S", "3600", "longest retry delay"},
+      {"capabilities", "KFORGE_WORKER_CAPABILITIES", "",
+       "comma-separated tags to claim by (default: from the devices found: target:opencl,device:cpu...)"},
   };
+}
+
+std::vector<std::string> split_tags(const std::string& text) {
+  std::vector<std::string> tags;
+  std::string tag;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!tag.empty()) tags.push_back(tag);
+      tag.clear();
+    } else {
+      tag += c;
+    }
+  }
+  return tags;
 }
 
 void apply_worker_flags(const Flags& flags, WorkerOptions& options) {

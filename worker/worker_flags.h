@@ -17,4 +17,7 @@ std::vector<FlagSpec> worker_flag_specs();
 //! std::invalid_argument naming the flag when a value is out of range.
 void apply_worker_flags(const Flags& flags, WorkerOptions& options);
 
+//! "target:opencl, device:cpu" -> {"target:opencl", "device:cpu"} (commas or spaces).
+std::vector<std::string> split_tags(const std::string& text);
+
 }  // namespace kforge::worker

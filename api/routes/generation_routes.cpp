@@ -1,7 +1,7 @@
 // Generations: POST /v1/generations (op id or inline op, target, model, samples,
-// time budget) -> 202 with the job; GET list / one (status, progress, best
-// kernel with speedup and source, timestamps, error); /candidates; /cancel.
-// Tested over HTTP in tests/server/api_resources_test.cpp.
+// time budget; fields, defaults and ranges from spec/job_spec.h) -> 202 with the job;
+// GET list / one (status, progress, best kernel with speedup and source, timestamps,
+// error); /candidates; /cancel. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/candidate_view.h"
@@ -10,6 +10,8 @@
 #include "api/op_submit.h"
 #include "db/models.h"
 #include "db/ops.h"
+#include "db/workers.h"
+#include "spec/job_spec.h"
 
 namespace kforge::api {
 namespace {
@@ -19,8 +21,18 @@ const std::vector<std::string> kGenerateKinds = {"generate"};
 json render_generation(pqxx::connection& conn, const db::Job& job) {
   json out = job_common_json(job, "generation");
   json args = parse_stored(job.args_json);
-  for (const char* key : {"op_id", "target", "model", "model_id", "samples", "time_budget_s", "seed"}) {
+  for (const char* key : {"op_id", "target", "device", "model", "model_id", "samples", "time_budget_s", "seed"}) {
     out[key] = args.is_object() && args.contains(key) ? args[key] : json(nullptr);
+  }
+  // A waiting job that no live worker can run says so, rather than waiting silently.
+  if ((job.state == db::JobState::available || job.state == db::JobState::retryable) && !job.required_tags.empty()) {
+    pqxx::read_transaction txn(conn);
+    if (db::worker_capable_count(txn, job.required_tags) == 0) {
+      std::string needs;
+      for (const auto& tag : job.required_tags) needs += (needs.empty() ? "" : ", ") + tag;
+      out["waiting_for"] = "no live worker can run this job (it needs " + needs +
+                           "); it stays queued until such a worker registers";
+    }
   }
   auto best = db::candidate_best_for_job(conn, job.id);
   out["best"] = best ? candidate_json(*best, true) : json(nullptr);
@@ -36,62 +48,37 @@ json render_generation(pqxx::connection& conn, const db::Job& job) {
   return out;
 }
 
-// "kforge-tiny" or "kforge-tiny@3"; false when malformed.
-bool parse_model_ref(const std::string& ref, std::string* name, int* version) {
-  auto at = ref.find('@');
-  *name = ref.substr(0, at);
-  *version = 0;
-  if (name->empty() || name->size() > 100) return false;
-  if (at == std::string::npos) return true;
-  std::string digits = ref.substr(at + 1);
-  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  *version = std::stoi(digits);
-  return *version > 0;
-}
-
 HttpResponse create_generation(ApiContext& ctx, HttpRequest& req) {
   return with_post(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal& principal, const json& body) {
-    FieldReader fields(body);
-    fields.only({"op_id", "op", "target", "model", "samples", "time_budget_s", "seed", "priority"});
-    int64_t op_id = fields.integer("op_id", false, 0, 1, INT64_MAX);
-    const json* inline_op = fields.object("op", false);
-    std::string target = fields.choice("target", false, "opencl", {"opencl", "cuda", "triton"});
-    std::string model = fields.string("model", false, "kforge-tiny", 120);
-    int64_t samples = fields.integer("samples", false, 8, 1, 256);
-    int64_t budget = fields.integer("time_budget_s", false, 600, 1, 86400);
-    int64_t seed = fields.integer("seed", false, 0, 0, INT64_MAX);
-    int64_t priority = fields.integer("priority", false, 2, 0, 9);
-    bool has_op_id = body.contains("op_id") && !body["op_id"].is_null();
-    if (has_op_id == (inline_op != nullptr) && fields.ok()) {
-      fields.fail("op_id", "give exactly one of op_id or op (an inline op)");
-    }
-    std::string model_name;
-    int model_version = 0;
-    if (!parse_model_ref(model, &model_name, &model_version)) {
-      fields.fail("model", "must be a model name or name@version, such as kforge-tiny@2");
-    }
-    if (!fields.ok()) return fields.response();
-
+    auto read = spec::read_generate(body, spec::Source::request);
+    if (!read.ok()) return field_problem(read.errors);
+    const spec::GenerateArgs& request = read.args;
     std::optional<db::OpRecord> op;
-    if (inline_op) {
-      OpSubmit submitted = submit_op(ctx, conn, principal, *inline_op, "op.");
+    if (request.op.is_object()) {
+      OpSubmit submitted = submit_op(ctx, conn, principal, request.op, "op.");
       if (submitted.error) return *submitted.error;
       op = submitted.op;
     } else {
-      op = db::op_get(conn, op_id);
-      if (!op) return problem(ErrorKind::unprocessable, "no op " + std::to_string(op_id), {{"op_id", "no such op"}});
+      op = db::op_get(conn, request.op_id);
+      if (!op) {
+        return problem(ErrorKind::unprocessable, "no op " + std::to_string(request.op_id), {{"op_id", "no such op"}});
+      }
     }
+    std::string model_name;
+    int model_version = 0;
+    spec::parse_model_ref(request.model, &model_name, &model_version);  // the reader checked its form
     auto model_row = db::model_find(conn, model_name, model_version);
     if (model_version > 0 && !model_row) {
-      return problem(ErrorKind::unprocessable, "no model " + model, {{"model", "no such model version"}});
+      return problem(ErrorKind::unprocessable, "no model " + request.model, {{"model", "no such model version"}});
     }
-    json args = {{"op_id", op->id}, {"target", target},       {"model", model},
-                 {"samples", samples}, {"time_budget_s", budget}, {"seed", seed}};
+    json args = read.stored;  // every field with its default, as the worker reads it back
+    args["op_id"] = op->id;
     args["model_id"] = model_row ? json(model_row->id) : json(nullptr);
     db::JobInsert insert;
     insert.kind = "generate";
-    insert.priority = static_cast<int>(priority);
+    insert.priority = request.priority;
     insert.args_json = args.dump();
+    insert.required_tags = spec::required_capabilities(request.target, spec::resolved_device(request));
     return enqueue_job(conn, req, principal, insert, "/v1/generations", render_generation);
   });
 }

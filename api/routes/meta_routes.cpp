@@ -3,9 +3,16 @@
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"
+#include "common/embedded.h"
 #include "db/sql.h"
 
+namespace kforge {
+extern const EmbeddedFile kApiDocuments[];  // api/openapi.json (api/CMakeLists.txt)
+}  // namespace kforge
+
 namespace kforge::api {
+
+const char* openapi_document() { return kApiDocuments[0].text; }
 
 void add_meta_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/metrics", [&ctx](HttpRequest&) {

@@ -4,13 +4,12 @@
 // remote workers can fetch and verify checkpoints. Tests: tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "api/handler_util.h"
+#include "common/sha256.h"
 #include "db/models.h"
 
 namespace kforge::api {
@@ -34,30 +33,6 @@ json model_json(const db::ModelRecord& model) {
   return out;
 }
 
-// Streams the file through sha256 in 1 MiB blocks (checkpoints can be gigabytes).
-std::optional<std::string> file_sha256(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) return std::nullopt;
-  std::vector<char> block(1 << 20);
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    if (in.gcount() > 0 && EVP_DigestUpdate(md.get(), block.data(), static_cast<size_t>(in.gcount())) != 1) {
-      return std::nullopt;
-    }
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(md.get(), digest, &size) != 1) return std::nullopt;
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int byte_idx = 0; byte_idx < size; ++byte_idx) {
-    hex += digits[digest[byte_idx] >> 4];
-    hex += digits[digest[byte_idx] & 0xf];
-  }
-  return hex;
-}
 
 HttpResponse list_models(ApiContext& ctx, HttpRequest& req) {
   return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
@@ -113,7 +88,7 @@ HttpResponse register_model(ApiContext& ctx, HttpRequest& req) {
     }
     std::sort(paths.begin(), paths.end());
     for (const auto& path : paths) {
-      auto digest = file_sha256(path);
+      auto digest = file_sha256_hex(path.string());
       if (!digest) return problem(ErrorKind::unprocessable, "cannot read " + path.string(), {{"path", "unreadable file"}});
       files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path, ec)}, {"sha256", *digest}});
     }

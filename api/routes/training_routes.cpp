@@ -1,56 +1,18 @@
-// Training jobs: POST /v1/training-jobs (method sft | grpo, base model, dataset
-// or suite, hyperparameters with every default echoed back), GET list / one,
-// /cancel, /metrics (per-step series), /events. Job kinds train_sft, train_grpo.
-// Tested over HTTP in tests/server/api_resources_test.cpp.
+// Training jobs: POST /v1/training-jobs (method sft | grpo, base model, dataset or
+// suite, hyperparameters with every default echoed back; fields, defaults and ranges
+// from spec/job_spec.h), GET list / one, /cancel, /metrics (per-step series), /events.
+// Job kinds train_sft, train_grpo. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"
 #include "api/job_view.h"
 #include "db/models.h"
+#include "spec/job_spec.h"
 
 namespace kforge::api {
 namespace {
 
 const std::vector<std::string> kTrainKinds = {"train_sft", "train_grpo"};
-
-// One hyperparameter: default and inclusive range; integers are checked as such.
-struct HyperSpec {
-  const char* name;
-  double fallback;
-  double min;
-  double max;
-  bool integer;
-};
-
-// Defaults follow docs/api.md (SFT: loss on completion tokens; GRPO: clipped
-// ratio with eps_low/eps_high, optional k3 KL, reward w * min(speedup, cap)).
-const std::vector<HyperSpec>& hyper_specs(const std::string& method) {
-  static const std::vector<HyperSpec> sft = {
-      {"epochs", 3, 1, 1000, true},          {"learning_rate", 3e-4, 1e-8, 1, false},
-      {"batch_size", 16, 1, 4096, true},     {"max_seq_len", 2048, 16, 131072, true},
-      {"warmup_steps", 10, 0, 1e6, true},    {"weight_decay", 0.0, 0, 1, false},
-      {"grad_clip", 1.0, 0, 1000, false},    {"seed", 0, 0, 2147483647, true},
-      // Run length and bookkeeping (max_steps 0 = from epochs; checkpoint_every 0 = only at the end).
-      {"max_steps", 0, 0, 1e6, true},        {"micro_batch", 4, 1, 4096, true},
-      {"eval_every", 25, 0, 1e6, true},      {"checkpoint_every", 50, 0, 1e6, true},
-      {"vocab_size", 4096, 260, 262144, true},
-      // Building the dataset from a suite's train split with the teacher compiler (limit_ops 0 = all).
-      {"limit_ops", 0, 0, 100000, true},     {"variants_per_op", 4, 1, 64, true},
-      {"max_check_elements", 65536, 0, 1e9, true}, {"check_trials", 2, 1, 20, true}};
-  static const std::vector<HyperSpec> grpo = {
-      {"steps", 200, 1, 1e6, true},               {"learning_rate", 1e-5, 1e-9, 1, false},
-      {"prompts_per_step", 4, 1, 1024, true},     {"group_size", 8, 2, 256, true},
-      {"eps_low", 0.2, 0, 1, false},              {"eps_high", 0.28, 0, 1, false},
-      {"kl_coef", 0.0, 0, 10, false},             {"temperature", 1.0, 0.01, 5, false},
-      {"top_p", 1.0, 0.01, 1, false},             {"max_new_tokens", 1024, 1, 65536, true},
-      {"speed_weight", 0.5, 0, 10, false},        {"speed_cap", 3.0, 1, 1000, false},
-      {"grad_clip", 1.0, 0, 1000, false},         {"seed", 0, 0, 2147483647, true},
-      {"warmup_steps", 0, 0, 1e6, true},          {"micro_batch", 4, 1, 4096, true},
-      {"checkpoint_every", 50, 0, 1e6, true},     {"limit_ops", 0, 0, 100000, true},
-      {"max_check_elements", 65536, 0, 1e9, true}, {"check_trials", 2, 1, 20, true},
-      {"check_threads", 2, 1, 64, true},          {"time_kernels", 1, 0, 1, true}};
-  return method == "grpo" ? grpo : sft;
-}
 
 json render_training(pqxx::connection&, const db::Job& job) {
   json out = job_common_json(job, "training_job");
@@ -65,71 +27,43 @@ json render_training(pqxx::connection&, const db::Job& job) {
   return out;
 }
 
+// The training reader for the body's method (sft when absent or unknown: its reader
+// then names `method`), the stored args and the base model's name.
+template <typename Args>
+HttpResponse enqueue_training(pqxx::connection& conn, const HttpRequest& req, const Principal& principal,
+                              spec::ReadResult<Args> read) {
+  if (!read.ok()) return field_problem(read.errors);
+  const Args& request = read.args;
+  std::optional<db::ModelRecord> base;
+  if (!request.base_model.empty()) {
+    std::string name;
+    int version = 0;
+    spec::parse_model_ref(request.base_model, &name, &version);  // the reader checked its form
+    base = db::model_find(conn, name, version);
+    if (!base) return field_problem({{"base_model", "no model '" + request.base_model + "'"}});
+  }
+  json args = read.stored;  // every hyperparameter with its default, as the worker reads it back
+  args["base_model"] = base ? json(base->name + "@" + std::to_string(base->version)) : json(nullptr);
+  args["base_model_id"] = base ? json(base->id) : json(nullptr);
+  if (request.dataset.empty()) args["dataset"] = nullptr;
+  if (request.suite.empty()) args["suite"] = nullptr;
+  db::JobInsert insert;
+  insert.kind = request.method == "grpo" ? "train_grpo" : "train_sft";
+  insert.priority = request.priority;
+  // A run whose worker died is rescued and resumes from its newest checkpoint; the
+  // runner fails bad payloads without retry, so only real crashes use these attempts.
+  insert.max_attempts = 3;
+  insert.args_json = args.dump();
+  return enqueue_job(conn, req, principal, insert, "/v1/training-jobs", render_training);
+}
+
 HttpResponse create_training(ApiContext& ctx, HttpRequest& req) {
   return with_post(ctx, req, Scope::submit, [&](pqxx::connection& conn, const Principal& principal, const json& body) {
-    FieldReader fields(body);
-    fields.only({"method", "base_model", "dataset", "suite", "hyperparameters", "output_model", "priority"});
-    std::string method = fields.choice("method", true, "sft", {"sft", "grpo"});
-    std::string base_model = fields.string("base_model", false, "", 120);
-    std::string dataset = fields.string("dataset", false, "", 1024);
-    std::string suite = fields.string("suite", false, "", 100);
-    std::string output_model = fields.string("output_model", false, "kforge-tiny", 100);
-    int64_t priority = fields.integer("priority", false, 5, 0, 9);
-    const json* hyper_in = fields.object("hyperparameters", false);
-    if (dataset.empty() == suite.empty() && fields.ok()) {
-      fields.fail("suite", "give exactly one of dataset or suite");
+    auto method = body.find("method");
+    if (method != body.end() && *method == "grpo") {
+      return enqueue_training(conn, req, principal, spec::read_grpo(body, spec::Source::request));
     }
-    if (method == "grpo" && base_model.empty() && fields.ok()) {
-      fields.fail("base_model", "GRPO starts from a trained model: give base_model (for example kforge-tiny)");
-    }
-    json hyper = json::object();
-    if (fields.ok()) {
-      json given = hyper_in ? *hyper_in : json::object();
-      FieldReader hyper_fields(given, "hyperparameters.");
-      std::vector<std::string> known;
-      for (const auto& spec : hyper_specs(method)) {
-        known.push_back(spec.name);
-        if (spec.integer) {
-          hyper[spec.name] = hyper_fields.integer(spec.name, false, static_cast<int64_t>(spec.fallback),
-                                                  static_cast<int64_t>(spec.min), static_cast<int64_t>(spec.max));
-        } else {
-          hyper[spec.name] = hyper_fields.number(spec.name, false, spec.fallback, spec.min, spec.max);
-        }
-      }
-      hyper_fields.only(known);
-      if (method == "grpo" && hyper["eps_high"].get<double>() < hyper["eps_low"].get<double>()) {
-        hyper_fields.fail("eps_high", "must be at least eps_low");
-      }
-      fields.merge(hyper_fields);
-    }
-    std::optional<db::ModelRecord> base;
-    if (fields.ok() && !base_model.empty()) {
-      auto at = base_model.find('@');
-      std::string name = base_model.substr(0, at);
-      int version = 0;
-      if (at != std::string::npos) {
-        std::string digits = base_model.substr(at + 1);
-        bool numeric = !digits.empty() && digits.size() <= 6 && digits.find_first_not_of("0123456789") == std::string::npos;
-        version = numeric ? std::stoi(digits) : -1;
-      }
-      if (version < 0) fields.fail("base_model", "must be a name or name@version");
-      else if (!(base = db::model_find(conn, name, version))) fields.fail("base_model", "no model '" + base_model + "'");
-    }
-    if (!fields.ok()) return fields.response();
-
-    json args = {{"method", method}, {"hyperparameters", hyper}, {"output_model", output_model}};
-    args["base_model"] = base ? json(base->name + "@" + std::to_string(base->version)) : json(nullptr);
-    args["base_model_id"] = base ? json(base->id) : json(nullptr);
-    args["dataset"] = dataset.empty() ? json(nullptr) : json(dataset);
-    args["suite"] = suite.empty() ? json(nullptr) : json(suite);
-    db::JobInsert insert;
-    insert.kind = method == "sft" ? "train_sft" : "train_grpo";
-    insert.priority = static_cast<int>(priority);
-    // A run whose worker died is rescued and resumes from its newest checkpoint; the
-    // runner fails bad payloads without retry, so only real crashes use these attempts.
-    insert.max_attempts = 3;
-    insert.args_json = args.dump();
-    return enqueue_job(conn, req, principal, insert, "/v1/training-jobs", render_training);
+    return enqueue_training(conn, req, principal, spec::read_sft(body, spec::Source::request));
   });
 }
 

@@ -42,10 +42,10 @@ double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 // Bytes moved at least once (every input + the output) and matmul FLOPs,
 // for GB/s and GFLOP/s. Both are lower bounds on the traffic and work of any kernel.
-double min_bytes(const harness::OpSpec& spec, const codegen::Analysis& analysis) {
+double min_bytes(const spec::OpSpec& spec, const codegen::Analysis& analysis) {
   const auto& out = analysis.graph.nodes[analysis.graph.output];
   double bytes = (out.int_type == "long" ? 8.0 : 4.0) * codegen::numel_value(out.shape);
-  for (const auto& in : spec.inputs) bytes += harness::shape_numel(in.shape) * harness::dtype_size(in.dtype);
+  for (const auto& in : spec.inputs) bytes += spec::shape_numel(in.shape) * spec::dtype_size(in.dtype);
   return bytes;
 }
 
@@ -112,7 +112,7 @@ struct Options {
   harness::CheckOptions check;
 };
 
-json bench_op(const harness::OpSpec& spec, const json& meta, const Options& opt, json& environment) {
+json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, json& environment) {
   json row = {{"name", spec.name}, {"level", meta.value("level", 0)}, {"category", meta.value("category", "")},
               {"split", meta.value("split", "")}};
   auto analysis = codegen::analyze(spec);
@@ -194,12 +194,12 @@ json bench_op(const harness::OpSpec& spec, const json& meta, const Options& opt,
 // Eager matmul GFLOP/s through the harness's own baseline path (Reference::time_forward,
 // matched threads): says whether libtorch's BLAS is a fair baseline on this host.
 json eager_matmul_probe(int threads, double budget_s) {
-  harness::OpSpec spec;
+  spec::OpSpec spec;
   spec.name = "eager_matmul_probe";
   spec.source = "def forward(a: Tensor, b: Tensor) -> Tensor:\n    return torch.mm(a, b)\n";
   const int64_t n = 1024;
   for (const char* name : {"a", "b"}) {
-    harness::InputSpec in;
+    spec::InputSpec in;
     in.name = name;
     in.shape = {n, n};
     spec.inputs.push_back(in);
@@ -359,10 +359,10 @@ int run_codegen_bench(int argc, char** argv) {
   for (const auto& path : files) {
     auto text = read_text(path);
     json meta = json::parse(text);
-    auto parsed = harness::parse_op_spec(text);
+    auto parsed = spec::parse_op_spec(text);
     if (!parsed.ok()) {
       rows.push_back({{"name", path.stem().string()}, {"level", meta.value("level", 0)}, {"outcome", "spec_error"},
-                      {"reason", harness::describe_errors(parsed.errors)}});
+                      {"reason", spec::describe_errors(parsed.errors)}});
       continue;
     }
     auto op_started = std::chrono::steady_clock::now();

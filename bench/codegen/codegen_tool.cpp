@@ -14,7 +14,7 @@
 
 namespace {
 
-bool load(const std::string& path, kforge::harness::OpSpec& spec) {
+bool load(const std::string& path, kforge::spec::OpSpec& spec) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << "kforge-codegen: cannot read " << path << "\n";
@@ -22,9 +22,9 @@ bool load(const std::string& path, kforge::harness::OpSpec& spec) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = kforge::harness::parse_op_spec(text.str());
+  auto parsed = kforge::spec::parse_op_spec(text.str());
   if (!parsed.ok()) {
-    std::cerr << "kforge-codegen: " << path << ": " << kforge::harness::describe_errors(parsed.errors) << "\n";
+    std::cerr << "kforge-codegen: " << path << ": " << kforge::spec::describe_errors(parsed.errors) << "\n";
     return false;
   }
   spec = parsed.spec;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
                  "bench [--help] | blas [THREADS]\n";
     return 2;
   }
-  kforge::harness::OpSpec spec;
+  kforge::spec::OpSpec spec;
   if (!load(argv[2], spec)) return 2;
   if (cmd == "autotune") {
     size_t max = argc > 3 ? std::stoul(argv[3]) : 6;

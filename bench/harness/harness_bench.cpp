@@ -21,6 +21,7 @@
 #include "worker/harness/sandbox_process.h"
 
 using namespace kforge::harness;
+using namespace kforge::spec;
 using nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 

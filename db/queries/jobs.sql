@@ -8,14 +8,15 @@ coalesce(j.result::text, 'null') AS result, j.errors::text AS errors, j.attempt,
 kforge_iso(j.scheduled_at) AS scheduled_at, kforge_iso(j.attempted_at) AS attempted_at,
 kforge_iso(j.finished_at) AS finished_at, kforge_iso(j.created_at) AS created_at,
 kforge_iso(j.lease_expires_at) AS lease_expires_at, j.worker_id,
-coalesce(j.idempotency_key, '') AS idempotency_key, j.cancel_requested
+coalesce(j.idempotency_key, '') AS idempotency_key, j.cancel_requested, j.requires
 
 -- name: job_insert
--- $1 kind, $2 queue, $3 priority, $4 args, $5 max_attempts, $6 delay seconds, $7 key ('' = none).
+-- $1 kind, $2 queue, $3 priority, $4 args, $5 max_attempts, $6 delay seconds, $7 key ('' = none),
+-- $8 capability tags a worker needs to run it ('{}' = any worker).
 -- A key already held by an unfinished job inserts nothing (the caller then reads that job).
-INSERT INTO jobs AS j (kind, queue, state, priority, args, max_attempts, scheduled_at, idempotency_key)
+INSERT INTO jobs AS j (kind, queue, state, priority, args, max_attempts, scheduled_at, idempotency_key, requires)
 VALUES ($1, $2, CASE WHEN $6::float8 > 0 THEN 'scheduled' ELSE 'available' END, $3, $4::jsonb, $5,
-        now() + $6::float8 * interval '1 second', NULLIF($7, ''))
+        now() + $6::float8 * interval '1 second', NULLIF($7, ''), $8::text[])
 ON CONFLICT (idempotency_key)
   WHERE idempotency_key IS NOT NULL AND state IN ('available', 'scheduled', 'running', 'retryable')
   DO NOTHING
@@ -64,13 +65,15 @@ UPDATE jobs SET cancel_requested = true WHERE id = $1 AND state = 'running';
 SELECT pg_notify('kforge_job_cancel', $1::text);
 
 -- name: job_claim
--- $1 queue, $2 worker id, $3 how many, $4 lease seconds, $5 kinds this worker runs ('{}' = any).
+-- $1 queue, $2 worker id, $3 how many, $4 lease seconds, $5 kinds this worker runs ('{}' = any),
+-- $6 the worker's capability tags (a job is claimable when it requires no tag the worker lacks).
 -- One statement: lock the next pending jobs in claim order, skipping rows other
 -- claimers hold, and mark them running under a fresh lease.
 WITH next AS (
   SELECT id FROM jobs
   WHERE state IN ('available', 'scheduled', 'retryable') AND queue = $1 AND scheduled_at <= now()
     AND (cardinality($5::text[]) = 0 OR kind = ANY($5::text[]))
+    AND requires <@ $6::text[]
     AND NOT EXISTS (SELECT 1 FROM job_queues q WHERE q.name = $1 AND q.paused_at IS NOT NULL)
   ORDER BY priority, scheduled_at, id
   LIMIT $3
@@ -85,10 +88,10 @@ WHERE j.id = ANY(ARRAY(SELECT id FROM next))
 RETURNING {{job_columns}};
 
 -- name: job_next_due
--- Seconds until the next pending job of queue $1 (kinds $2) is due; NULL when none.
+-- Seconds until the next pending job of queue $1 (kinds $2, capabilities $3) is due; NULL when none.
 SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jobs
 WHERE state IN ('available', 'scheduled', 'retryable') AND queue = $1
-  AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[]));
+  AND (cardinality($2::text[]) = 0 OR kind = ANY($2::text[])) AND requires <@ $3::text[];
 
 -- name: job_heartbeat
 -- $1 id, $2 worker, $3 attempt, $4 lease seconds, $5 progress JSON ('' = unchanged).

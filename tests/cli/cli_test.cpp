@@ -62,6 +62,7 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
     for (int attempt = 0; attempt < 200; ++attempt) {
       kforge::db::ClaimRequest claim;
       claim.worker_id = worker_id;
+    claim.capabilities = {"target:opencl", "device:cpu"};  // what a CPU worker offers
       auto jobs = kforge::db::job_claim(*conn, claim);
       if (!jobs.empty() && jobs[0].id == 2) {
         kforge::db::CandidateRecord c;

@@ -4,6 +4,8 @@
 // Run: scripts/test.sh build -R db_queue_test
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "db/connection.h"
@@ -320,4 +322,41 @@ TEST_F(QueueTest, SchemaRefusesBrokenInvariants) {
   EXPECT_TRUE(refused("UPDATE jobs SET attempt = 4 WHERE id = " + id)) << "attempt > max_attempts";
   EXPECT_TRUE(refused("UPDATE jobs SET state = 'running' WHERE id = " + id)) << "running without a lease";
   EXPECT_TRUE(refused("UPDATE jobs SET state = 'done' WHERE id = " + id)) << "unknown state";
+}
+
+TEST_F(QueueTest, WorkersClaimOnlyJobsTheirCapabilitiesCover) {
+  JobInsert triton = make_job("generate");
+  triton.required_tags = {"target:triton", "device:gpu"};
+  JobInsert cpu_opencl = make_job("generate");
+  cpu_opencl.required_tags = {"target:opencl", "device:cpu"};
+  JobInsert anywhere = make_job("generate");
+  int64_t triton_id = job_insert(*conn_, triton).job.id;
+  int64_t cpu_id = job_insert(*conn_, cpu_opencl).job.id;
+  int64_t any_id = job_insert(*conn_, anywhere).job.id;
+  EXPECT_EQ(job_get(*conn_, triton_id)->required_tags, (std::vector<std::string>{"target:triton", "device:gpu"}));
+
+  ClaimRequest cpu_worker;
+  cpu_worker.worker_id = 1;
+  cpu_worker.limit = 10;
+  cpu_worker.capabilities = {"target:opencl", "device:cpu"};
+  std::set<int64_t> claimed;
+  for (const auto& job : job_claim(*conn_, cpu_worker)) claimed.insert(job.id);
+  EXPECT_EQ(claimed, (std::set<int64_t>{cpu_id, any_id})) << "a CPU worker never claims a triton job";
+  EXPECT_FALSE(job_next_due(*conn_, "default", {}, cpu_worker.capabilities)) << "nothing left that it could run";
+  ASSERT_TRUE(job_next_due(*conn_, "default", {}, {"target:triton", "device:gpu"}));
+
+  ClaimRequest gpu_worker = cpu_worker;
+  gpu_worker.worker_id = 2;
+  gpu_worker.capabilities = {"target:opencl", "target:cuda", "target:triton", "device:gpu"};
+  auto jobs = job_claim(*conn_, gpu_worker);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].id, triton_id);
+}
+
+TEST_F(QueueTest, CapabilityTagsAreValidated) {
+  JobInsert bad = make_job("generate");
+  bad.required_tags = {"target:'; DROP TABLE jobs; --"};
+  EXPECT_THROW(job_insert(*conn_, bad), std::invalid_argument);
+  EXPECT_EQ(parse_text_array("{target:opencl,device:cpu}"), (std::vector<std::string>{"target:opencl", "device:cpu"}));
+  EXPECT_TRUE(parse_text_array("{}").empty());
 }

@@ -8,7 +8,7 @@
 #include <future>
 #include <thread>
 
-#include "api/auth.h"
+#include "common/sha256.h"
 #include "api/routes/routes.h"
 #include "api/system_routes.h"
 #include "db/connection.h"
@@ -63,7 +63,7 @@ TEST(ApiCore, AuthScopesAndHashedTokens) {
     auto conn = kforge::db::connect(server.database.url());
     pqxx::read_transaction txn(*conn);
     EXPECT_EQ(txn.exec_params1("SELECT count(*) FROM api_tokens WHERE token_sha256 = $1",
-                               kforge::api::sha256_hex(secret))[0].as<int>(), 1);
+                               kforge::sha256_hex(secret))[0].as<int>(), 1);
     EXPECT_EQ(txn.exec_params1("SELECT count(*) FROM api_tokens WHERE token_sha256 = $1 OR prefix = $1", secret)[0]
                   .as<int>(), 0);
   }

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "api/auth.h"
+#include "common/sha256.h"
 #include "db/connection.h"
 #include "db/models.h"
 #include "db/ops.h"
@@ -153,6 +153,7 @@ TEST(ApiResources, GenerationLifecycleCandidatesAndCancel) {
     int64_t worker_id = kforge::db::worker_register(*conn, {"testhost", 1, "pocl", "0.1.0", 1});
     kforge::db::ClaimRequest claim;
     claim.worker_id = worker_id;
+    claim.capabilities = {"target:opencl", "device:cpu"};  // what a CPU worker offers
     auto claimed = kforge::db::job_claim(*conn, claim);
     ASSERT_EQ(claimed.size(), 1u);
   }
@@ -216,7 +217,7 @@ TEST(ApiResources, TrainingJobsEvaluationsAndModels) {
   ASSERT_EQ(file.status, 200);
   EXPECT_EQ(file.body.size(), weights.size());
   EXPECT_TRUE(file.body == weights) << "streamed bytes differ";
-  EXPECT_EQ(file.headers["x-checksum-sha256"], kforge::api::sha256_hex(weights));
+  EXPECT_EQ(file.headers["x-checksum-sha256"], kforge::sha256_hex(weights));
   EXPECT_EQ(server.get(model_path + "/files/..%2F..%2Fetc%2Fpasswd", server.submit).status, 404);
   EXPECT_EQ(server.get(model_path + "/files/missing.bin", server.submit).status, 404);
   fs::remove_all(dir);
@@ -413,4 +414,40 @@ TEST(ApiResources, LeaderboardPagesAreCachedForAtMostTheTtl) {
   EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops?limit=5"))["data"].size(), 1u) << "another page key is fresh";
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 1u) << "refreshed after the TTL";
+}
+
+TEST(ApiResources, GenerationsAreRoutedByTargetAndDeviceAndSayWhatTheyWaitFor) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  int64_t op_id = body_of(server.post("/v1/ops", kforge::test::sample_op(), server.submit))["id"];
+  auto triton = server.post("/v1/generations", json{{"op_id", op_id}, {"target", "triton"}}.dump(), server.submit);
+  ASSERT_EQ(triton.status, 202) << triton.body;
+  json gen = body_of(triton);
+  EXPECT_EQ(gen["device"], "auto");
+  ASSERT_TRUE(gen.contains("waiting_for")) << gen.dump();
+  EXPECT_NE(gen["waiting_for"].get<std::string>().find("target:triton"), std::string::npos) << gen["waiting_for"];
+  EXPECT_NE(gen["waiting_for"].get<std::string>().find("device:gpu"), std::string::npos) << gen["waiting_for"];
+
+  auto conn = kforge::db::connect(server.database.url());
+  auto job = kforge::db::job_get(*conn, gen["id"].get<int64_t>());
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->required_tags, (std::vector<std::string>{"target:triton", "device:gpu"}));
+
+  // A CPU worker registers: still nothing can run the triton job; a GPU worker can.
+  kforge::db::WorkerInfo cpu{"cpu-host", 1, "pocl", "0.1.0", 1, {"target:opencl", "device:cpu"}};
+  kforge::db::worker_register(*conn, cpu);
+  EXPECT_TRUE(body_of(server.get("/v1/generations/" + std::to_string(gen["id"].get<int64_t>()))).contains("waiting_for"));
+  kforge::db::WorkerInfo gpu{"gpu-host", 2, "H100", "0.1.0", 1, {"target:opencl", "target:triton", "device:gpu"}};
+  kforge::db::worker_register(*conn, gpu);
+  EXPECT_FALSE(body_of(server.get("/v1/generations/" + std::to_string(gen["id"].get<int64_t>()))).contains("waiting_for"));
+
+  // cuda and triton run on a GPU only: device cpu is refused naming the field.
+  auto refused = server.post("/v1/generations", json{{"op_id", op_id}, {"target", "cuda"}, {"device", "cpu"}}.dump(),
+                             server.submit);
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("\"device\""), std::string::npos) << refused.body;
+  // opencl defaults to the CPU.
+  auto opencl = body_of(server.post("/v1/generations", json{{"op_id", op_id}}.dump(), server.submit));
+  EXPECT_EQ(kforge::db::job_get(*conn, opencl["id"].get<int64_t>())->required_tags,
+            (std::vector<std::string>{"target:opencl", "device:cpu"}));
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #include "worker/harness/reference.h"
 
 namespace fs = std::filesystem;
@@ -81,8 +81,8 @@ TEST(Suite, EveryReferenceRunsThroughTheHarnessOnItsSmallestShape) {
     SCOPED_TRACE(path);
     json plain = op;
     plain.erase("_path");
-    auto parsed = kforge::harness::parse_op_spec(plain.dump());
-    ASSERT_TRUE(parsed.ok()) << path << ": " << kforge::harness::describe_errors(parsed.errors);
+    auto parsed = kforge::spec::parse_op_spec(plain.dump());
+    ASSERT_TRUE(parsed.ok()) << path << ": " << kforge::spec::describe_errors(parsed.errors);
     const auto& spec = parsed.spec;
     std::string error;
     auto reference = kforge::harness::Reference::compile(spec, error);
@@ -91,12 +91,12 @@ TEST(Suite, EveryReferenceRunsThroughTheHarnessOnItsSmallestShape) {
       continue;
     }
     // The smallest extra shape keeps the whole suite to a few seconds.
-    auto size_of = [](const kforge::harness::ShapeSet& shapes) {
+    auto size_of = [](const kforge::spec::ShapeSet& shapes) {
       int64_t n = 0;
-      for (const auto& [name, shape] : shapes) n += kforge::harness::shape_numel(shape);
+      for (const auto& [name, shape] : shapes) n += kforge::spec::shape_numel(shape);
       return n;
     };
-    const kforge::harness::ShapeSet* smallest = &spec.extra_shapes.at(0);
+    const kforge::spec::ShapeSet* smallest = &spec.extra_shapes.at(0);
     for (const auto& shapes : spec.extra_shapes)
       if (size_of(shapes) < size_of(*smallest)) smallest = &shapes;
     auto run = reference->run(kforge::harness::make_inputs(spec, *smallest, 7));

@@ -1,6 +1,8 @@
 // Worker-process helpers behind worker_process.h.
 #include "tests/support/worker_process.h"
 
+#include <cstdlib>
+
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -21,7 +23,11 @@ Subprocess start_worker(const std::string& binary, const std::string& url, const
   std::vector<std::string> argv = {bin_path(binary), "--database-url", url};
   argv.insert(argv.end(), args.begin(), args.end());
   if (log_path) *log_path = log;
-  return Subprocess::spawn(argv, {}, log);
+  // Test workers run the CPU paths and say so, instead of probing the host's devices at
+  // start (on a GPU host that probe imports torch and triton: seconds per worker start).
+  std::vector<std::string> env;
+  if (!std::getenv("KFORGE_WORKER_CAPABILITIES")) env.push_back("KFORGE_WORKER_CAPABILITIES=target:opencl,device:cpu");
+  return Subprocess::spawn(argv, env, log);
 }
 
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {

@@ -3,7 +3,7 @@
 
 namespace kforge::codegen {
 
-AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules) {
+AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules) {
   AutotuneResult result;
   auto analysis = analyze(spec);
   if (!analysis.ok()) {

@@ -43,6 +43,6 @@ struct AutotuneResult {
 };
 
 //! Tries up to `max_schedules` schedules spread over schedule_space (all when 0).
-AutotuneResult autotune(const harness::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules);
+AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules);
 
 }  // namespace kforge::codegen

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "worker/codegen/ir.h"
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
 namespace kforge::codegen {
 
@@ -60,7 +60,7 @@ struct Analysis {
 };
 
 //! Imports and partitions the op; never throws.
-Analysis analyze(const harness::OpSpec& spec);
+Analysis analyze(const spec::OpSpec& spec);
 
 //! A generated kernel program or why none could be generated.
 struct Generated {
@@ -77,6 +77,6 @@ Generated emit_program(const Analysis& analysis, const Schedule& schedule);
 std::vector<Schedule> schedule_space(const Analysis& analysis);
 
 //! analyze + emit_program.
-Generated compile_op(const harness::OpSpec& spec, const Schedule& schedule);
+Generated compile_op(const spec::OpSpec& spec, const Schedule& schedule);
 
 }  // namespace kforge::codegen

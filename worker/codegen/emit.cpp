@@ -1054,7 +1054,7 @@ Generated emit_program(const Analysis& analysis, const Schedule& schedule) {
   }
 }
 
-Generated compile_op(const harness::OpSpec& spec, const Schedule& schedule) {
+Generated compile_op(const spec::OpSpec& spec, const Schedule& schedule) {
   return emit_program(analyze(spec), schedule);
 }
 

@@ -37,7 +37,7 @@ struct Val {
 
 class Importer {
  public:
-  explicit Importer(const harness::OpSpec& spec) : spec_(spec) {}
+  explicit Importer(const spec::OpSpec& spec) : spec_(spec) {}
 
   Graph run(torch::jit::Graph& graph) {
     auto inputs = graph.inputs();
@@ -46,13 +46,13 @@ class Importer {
                         std::to_string(spec_.inputs.size()));
     for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
       const auto& in = spec_.inputs[input_idx];
-      const bool integer = in.dtype == harness::DType::int64 || in.dtype == harness::DType::int32;
-      if (in.dtype != harness::DType::float32 && !integer)
-        throw Unsupported("input '" + in.name + "' is " + harness::dtype_name(in.dtype) +
+      const bool integer = in.dtype == spec::DType::int64 || in.dtype == spec::DType::int32;
+      if (in.dtype != spec::DType::float32 && !integer)
+        throw Unsupported("input '" + in.name + "' is " + spec::dtype_name(in.dtype) +
                           "; the teacher handles float32 inputs (and int32/int64 gather indices) only");
       Node node;
       node.kind = NodeKind::input;
-      if (integer) node.int_type = in.dtype == harness::DType::int64 ? "long" : "int";
+      if (integer) node.int_type = in.dtype == spec::DType::int64 ? "long" : "int";
       node.input_index = static_cast<int>(input_idx);
       for (size_t axis = 0; axis < in.shape.size(); ++axis)
         node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), ""});
@@ -72,7 +72,7 @@ class Importer {
   }
 
  private:
-  const harness::OpSpec& spec_;
+  const spec::OpSpec& spec_;
   Graph g_;
   std::map<const torch::jit::Value*, Val> vals_;
 
@@ -646,7 +646,7 @@ void Importer::visit(torch::jit::Node* node) {
 
 }  // namespace
 
-ImportResult import_graph(const harness::OpSpec& spec) {
+ImportResult import_graph(const spec::OpSpec& spec) {
   ImportResult result;
   auto normalized = harness::normalize_source(spec.source);
   if (!normalized.error.empty()) {

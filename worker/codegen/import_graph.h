@@ -5,7 +5,7 @@
 #include <string>
 
 #include "worker/codegen/ir.h"
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
 namespace kforge::codegen {
 
@@ -18,6 +18,6 @@ struct ImportResult {
 };
 
 //! Compiles spec.source with libtorch, inlines it and maps every aten node to IR.
-ImportResult import_graph(const harness::OpSpec& spec);
+ImportResult import_graph(const spec::OpSpec& spec);
 
 }  // namespace kforge::codegen

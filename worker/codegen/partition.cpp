@@ -84,7 +84,7 @@ std::string Analysis::describe() const {
   return out;
 }
 
-Analysis analyze(const harness::OpSpec& spec) {
+Analysis analyze(const spec::OpSpec& spec) {
   Analysis analysis;
   analysis.op_name = spec.name;
   auto imported = import_graph(spec);

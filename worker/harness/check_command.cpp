@@ -11,10 +11,14 @@
 #ifdef KFORGE_HARNESS_WITH_REFERENCE
 #include "worker/harness/checker.h"
 #else
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #endif
 
 namespace kforge::harness {
+
+using spec::describe_errors;
+using spec::parse_op_spec;
+
 namespace {
 
 const char* kUsage =

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
 namespace kforge::harness {
 
@@ -138,7 +138,7 @@ std::string result_store_key(const CheckResult& result, const CheckOptions& opti
 class Checker {
  public:
   //! Compiles the reference and computes every trial's outputs. nullptr and `error` if the op itself fails.
-  static std::unique_ptr<Checker> create(const OpSpec& spec, const CheckOptions& options, std::string& error);
+  static std::unique_ptr<Checker> create(const spec::OpSpec& spec, const CheckOptions& options, std::string& error);
   ~Checker();
 
   //! Checks one program text. Never throws; a crashing or hanging candidate is an outcome.
@@ -156,6 +156,6 @@ class Checker {
 };
 
 //! One-shot check (builds a Checker; use Checker for many candidates of one op).
-CheckResult check_candidate(const OpSpec& spec, const std::string& program_text, const CheckOptions& options = {});
+CheckResult check_candidate(const spec::OpSpec& spec, const std::string& program_text, const CheckOptions& options = {});
 
 }  // namespace kforge::harness

@@ -131,8 +131,16 @@ GuardedBuffer::~GuardedBuffer() {
 }
 
 void GuardedBuffer::write(cl_command_queue queue, const void* src) {
-  if (bytes_ == 0) return;
-  KFORGE_CL_CHECK(clEnqueueWriteBuffer(queue, mem_.get(), CL_TRUE, 0, static_cast<size_t>(bytes_), src, 0, nullptr, nullptr));
+  if (bytes_ > 0)
+    KFORGE_CL_CHECK(clEnqueueWriteBuffer(queue, mem_.get(), CL_TRUE, 0, static_cast<size_t>(bytes_), src, 0, nullptr, nullptr));
+  if (!guarded_) {
+    // Off-CPU the canary after the data is device memory: arm it here too, or
+    // canary_intact() reads whatever the allocation held (every GPU check failed so).
+    uint8_t canary = kCanary;
+    KFORGE_CL_CHECK(clEnqueueFillBuffer(queue, mem_.get(), &canary, 1, static_cast<size_t>(bytes_), kCanaryBytes, 0,
+                                        nullptr, nullptr));
+    KFORGE_CL_CHECK(clFinish(queue));
+  }
 }
 
 void GuardedBuffer::read(cl_command_queue queue, void* dst) {
@@ -187,9 +195,15 @@ ClRuntime::ClRuntime(const std::string& name) {
     for (cl_device_id id : ids) {
       std::string device_name = device_info_string(id, CL_DEVICE_NAME);
       seen += (seen.empty() ? "" : "; ") + device_name + " (" + platform_name + ")";
-      if (!name.empty() && lower(device_name).find(lower(name)) == std::string::npos &&
-          lower(platform_name).find(lower(name)) == std::string::npos)
+      // "cpu" and "gpu" select by device type (a job's device:cpu / device:gpu).
+      if (lower(name) == "cpu" || lower(name) == "gpu") {
+        cl_device_type type = 0;
+        KFORGE_CL_CHECK(clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, nullptr));
+        if (!(type & (lower(name) == "cpu" ? CL_DEVICE_TYPE_CPU : CL_DEVICE_TYPE_GPU))) continue;
+      } else if (!name.empty() && lower(device_name).find(lower(name)) == std::string::npos &&
+                 lower(platform_name).find(lower(name)) == std::string::npos) {
         continue;
+      }
       platform_ = platform;
       device_ = id;
       info_.platform = platform_name;

@@ -108,7 +108,7 @@ class GuardedBuffer {
 class ClRuntime {
  public:
   //! Selects the first device whose name or platform contains `name` (case-insensitive;
-  //! empty: the first device). Throws ClError/runtime_error naming what exists if none matches.
+  //! empty: the first device; "cpu" / "gpu": the first device of that type). Throws ClError/runtime_error naming what exists if none matches.
   explicit ClRuntime(const std::string& name);
   //! The selected device.
   const DeviceInfo& device() const { return info_; }
@@ -118,6 +118,7 @@ class ClRuntime {
   int64_t max_work_group_size() const { return max_work_group_; }
   //! True for CPU devices (guard pages work: buffers live in our address space).
   bool is_cpu() const { return is_cpu_; }
+  cl_device_id device_id() const { return device_; }
   cl_context context() const { return context_.get(); }
   cl_command_queue queue() const { return queue_.get(); }
 

@@ -4,8 +4,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <sstream>
 
 namespace kforge::harness {
+
+using spec::DType;
+using spec::dtype_is_float;
+using spec::dtype_size;
+using spec::shape_to_string;
+
 namespace {
 
 float half_to_float(uint16_t h) {
@@ -33,6 +40,15 @@ float half_to_float(uint16_t h) {
 }
 
 }  // namespace
+
+std::string format_value(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream out;
+  out.precision(7);
+  out << v;
+  return out.str();
+}
 
 double element_value(DType dtype, const uint8_t* data, int64_t index) {
   const uint8_t* p = data + index * dtype_size(dtype);

@@ -25,10 +25,13 @@ struct CompareResult {
 CompareResult compare_output(const HostTensor& expected, const uint8_t* actual, double atol, double rtol);
 
 //! Element `index` of raw data of `dtype` as double.
-double element_value(DType dtype, const uint8_t* data, int64_t index);
+double element_value(spec::DType dtype, const uint8_t* data, int64_t index);
 
 //! True if the tensor is (nearly) constant: a zero or constant kernel could pass.
 bool near_constant(const HostTensor& tensor);
+
+//! A value as messages and stored results show it: 7 significant digits, "nan", "inf", "-inf".
+std::string format_value(double value);
 
 //! "[17, 3]" for a flat index in a shape.
 std::string index_to_coords(int64_t flat, const std::vector<int64_t>& shape);

@@ -11,6 +11,13 @@
 #include "worker/harness/sandbox_process.h"
 
 namespace kforge::harness {
+
+using spec::OpSpec;
+using spec::ShapeSet;
+using spec::dtype_from_name;
+using spec::op_spec_to_json;
+using spec::shape_numel;
+
 namespace {
 
 int64_t total_elements(const ShapeSet& shapes) {

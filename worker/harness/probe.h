@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
 namespace kforge::harness {
 
@@ -23,7 +23,7 @@ struct ProbeOptions {
 //! Shape and dtype of one output.
 struct OutputInfo {
   std::vector<int64_t> shape;
-  DType dtype = DType::float32;
+  spec::DType dtype = spec::DType::float32;
 };
 
 //! Outcome of a probe.
@@ -36,7 +36,7 @@ std::string probe_status_name(ProbeStatus status);
 struct ProbeResult {
   ProbeStatus status = ProbeStatus::internal_error;
   std::string message;              //!< empty when ok; else what went wrong, naming the line for compile errors
-  ShapeSet shapes;                  //!< the input shapes it ran on
+  spec::ShapeSet shapes;            //!< the input shapes it ran on
   bool scaled = false;              //!< true if `shapes` are scaled-down main shapes
   std::vector<OutputInfo> outputs;  //!< output shapes and dtypes for `shapes`
   double wall_ms = 0;               //!< time the probe took, child start-up included
@@ -45,10 +45,10 @@ struct ProbeResult {
 
 //! Picks the shapes to probe: the main shapes if small, else the smallest small extra
 //! shape set, else the main shapes scaled down consistently (equal sizes stay equal).
-ShapeSet probe_shapes(const OpSpec& spec, int64_t max_elements, bool& scaled);
+spec::ShapeSet probe_shapes(const spec::OpSpec& spec, int64_t max_elements, bool& scaled);
 
 //! Runs the reference once in a sandboxed child. Never throws; the caller survives
 //! infinite loops, huge allocations and crashes in the TorchScript.
-ProbeResult probe_op(const OpSpec& spec, const ProbeOptions& options = {});
+ProbeResult probe_op(const spec::OpSpec& spec, const ProbeOptions& options = {});
 
 }  // namespace kforge::harness

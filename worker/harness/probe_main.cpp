@@ -12,6 +12,7 @@
 #include "worker/harness/reference.h"
 
 using namespace kforge::harness;
+using namespace kforge::spec;
 
 namespace {
 

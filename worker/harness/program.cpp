@@ -387,12 +387,15 @@ KernelParam parse_param(const std::string& raw) {
   return param;
 }
 
-std::vector<KernelDecl> find_kernels(const std::string& code) {
+std::vector<KernelDecl> find_kernels(const std::string& code, Dialect& dialect) {
   std::vector<KernelDecl> kernels;
-  static const std::regex kernel_head(R"(\b(__kernel|kernel)\b[^;{}]*?\bvoid\s+(\w+)\s*\()");
+  // OpenCL: `__kernel void name(`; CUDA: `__global__ void name(` (extern "C" before it or not).
+  static const std::regex kernel_head(R"(\b(__kernel|kernel|__global__)\b[^;{}]*?\bvoid\s+(\w+)\s*\()");
   for (auto it = std::sregex_iterator(code.begin(), code.end(), kernel_head); it != std::sregex_iterator(); ++it) {
     KernelDecl decl;
     decl.name = (*it)[2].str();
+    const bool cuda = (*it)[1].str() == "__global__";
+    if (cuda) dialect = Dialect::cuda;
     size_t open = static_cast<size_t>(it->position(0) + it->length(0));
     decl.line = line_of(code, static_cast<size_t>(it->position(0)));
     int depth = 1;
@@ -415,7 +418,11 @@ std::vector<KernelDecl> find_kernels(const std::string& code) {
     }
     decl.body_end = std::min(body, code.size());
     if (!trim(params).empty() && trim(params) != "void")
-      for (const auto& part : split_top_level(params)) decl.params.push_back(parse_param(part));
+      for (const auto& part : split_top_level(params)) {
+        KernelParam param = parse_param(part);
+        if (cuda) param.is_global = param.is_pointer;  // CUDA kernels take device (global) pointers
+        decl.params.push_back(param);
+      }
     kernels.push_back(decl);
   }
   return kernels;
@@ -551,7 +558,7 @@ ProgramParse parse_program(const std::string& text) {
     return fail(0, "no '// kforge-launch:' line: a program says how to run its kernels, e.g. "
                    "'// kforge-launch: my_kernel grid=cdiv(numel(x),256) block=256 args=x,out,numel(x)'");
   program.code_without_comments = strip_comments(program.source);
-  program.kernels = find_kernels(program.code_without_comments);
+  program.kernels = find_kernels(program.code_without_comments, program.dialect);
   return result;
 }
 

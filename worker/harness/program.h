@@ -61,11 +61,12 @@ struct KernelParam {
   std::string type;         //!< declaration without the name, e.g. "__global const float*"
   bool is_pointer = false;
   bool is_const = false;    //!< pointer to const (read-only)
-  bool is_global = false;   //!< __global / global address space
+  bool is_global = false;   //!< __global / global address space (every pointer of a CUDA kernel)
   bool is_local = false;    //!< __local / local address space
 };
 
-//! One `__kernel void name(...)` found in the source (comments ignored).
+//! One `__kernel void name(...)` (OpenCL) or `__global__ void name(...)` (CUDA) found in the
+//! source (comments ignored).
 struct KernelDecl {
   int line = 0;
   size_t body_begin = 0;  //!< offset of the body's '{' in code_without_comments
@@ -74,8 +75,12 @@ struct KernelDecl {
   std::vector<KernelParam> params;
 };
 
+//! Which kernel language the source is written in (from its kernel declarations).
+enum class Dialect { opencl, cuda };
+
 //! A parsed program.
 struct KernelProgram {
+  Dialect dialect = Dialect::opencl;  //!< cuda when the kernels are declared `__global__ void name(...)`
   std::string source;                //!< the OpenCL C text handed to the compiler (fences stripped)
   std::vector<Launch> launches;
   std::vector<ScratchDecl> scratch;

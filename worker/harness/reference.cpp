@@ -20,6 +20,13 @@
 #include <sstream>
 
 namespace kforge::harness {
+
+using spec::DType;
+using spec::DistKind;
+using spec::OpSpec;
+using spec::ShapeSet;
+using spec::dtype_size;
+
 namespace {
 
 // OpenBLAS keeps its own thread pool: at::set_num_threads does not reach it, so a

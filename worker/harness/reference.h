@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
 
 //! A dense, contiguous host tensor: what crosses between libtorch, the sandbox and the checker.
 struct HostTensor {
-  DType dtype = DType::float32;
+  spec::DType dtype = spec::DType::float32;
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;  //!< numel * dtype_size bytes, row-major
 
   //! Number of elements.
-  int64_t numel() const { return shape_numel(shape); }
+  int64_t numel() const { return spec::shape_numel(shape); }
   //! Element `index` converted to double (float16/bfloat16 widened, bool as 0/1).
   double value_at(int64_t index) const;
 };
@@ -49,7 +49,7 @@ class Reference {
  public:
   //! Compiles spec.source (after normalize_source). On failure returns nullptr and sets
   //! `error` to a message naming the line ("line 2: undefined value foo ...").
-  static std::unique_ptr<Reference> compile(const OpSpec& spec, std::string& error);
+  static std::unique_ptr<Reference> compile(const spec::OpSpec& spec, std::string& error);
   ~Reference();
 
   //! Runs forward() on the inputs (order of spec.inputs). Never throws.
@@ -79,7 +79,7 @@ class Reference {
 };
 
 //! Seeded inputs for `shapes` (inputs not in `shapes` use their main shape), from each input's dist.
-std::vector<HostTensor> make_inputs(const OpSpec& spec, const ShapeSet& shapes, uint64_t seed);
+std::vector<HostTensor> make_inputs(const spec::OpSpec& spec, const spec::ShapeSet& shapes, uint64_t seed);
 
 //! libtorch's version string, e.g. "1.13.1".
 std::string torch_version_string();

@@ -9,6 +9,13 @@
 #include <set>
 
 namespace kforge::harness {
+
+using spec::InputSpec;
+using spec::ShapeSet;
+using spec::dtype_size;
+using spec::shape_numel;
+using spec::shape_to_string;
+
 namespace {
 
 std::string join(const std::vector<std::string>& items) {
@@ -34,8 +41,11 @@ std::optional<PlanArg::Kind> scalar_kind(const std::string& type) {
   bare.erase(0, bare.find_first_not_of(" \t\r\n"));
   bare.erase(bare.find_last_not_of(" \t\r\n") + 1);
   bool is_unsigned = type.find("unsigned") != std::string::npos;
-  if (bare == "int" || bare == "uint" || (is_unsigned && bare.empty())) return PlanArg::Kind::i32;
-  if (bare == "long" || bare == "ulong" || bare == "size_t" || bare == "long long") return PlanArg::Kind::i64;
+  if (bare == "int" || bare == "uint" || bare == "int32_t" || bare == "uint32_t" || (is_unsigned && bare.empty()))
+    return PlanArg::Kind::i32;
+  if (bare == "long" || bare == "ulong" || bare == "size_t" || bare == "long long" || bare == "int64_t" ||
+      bare == "uint64_t")
+    return PlanArg::Kind::i64;
   if (bare == "float") return PlanArg::Kind::f32;
   if (bare == "double") return PlanArg::Kind::f64;
   return std::nullopt;
@@ -43,8 +53,9 @@ std::optional<PlanArg::Kind> scalar_kind(const std::string& type) {
 
 int pointee_size(const std::string& type) {
   static const std::vector<std::pair<std::string, int>> sizes = {
-      {"double", 8}, {"ulong", 8}, {"long", 8}, {"float", 4}, {"uint", 4}, {"int", 4},
-      {"half", 2},   {"ushort", 2}, {"short", 2}, {"uchar", 1}, {"char", 1}, {"bool", 1}};
+      {"double", 8}, {"ulong", 8}, {"long", 8}, {"int64_t", 8}, {"uint64_t", 8}, {"float", 4}, {"uint", 4},
+      {"int", 4},    {"int32_t", 4}, {"uint32_t", 4}, {"half", 2}, {"__half", 2}, {"__nv_bfloat16", 2},
+      {"ushort", 2}, {"short", 2}, {"uchar", 1}, {"char", 1}, {"bool", 1}};
   for (const auto& [name, size] : sizes)
     if (std::regex_search(type, std::regex("\\b" + name + "\\b"))) return size;
   return 1;
@@ -73,8 +84,10 @@ std::optional<RuleViolation> check_static_rules(const KernelProgram& program, co
     return violation("program_too_large", std::to_string(program.scratch.size()) + " scratch buffers; the limit is " +
                                               std::to_string(limits.max_scratch_buffers));
   if (program.kernels.empty())
-    return violation("no_kernel", "the source declares no __kernel function; write e.g. "
-                                  "'__kernel void my_kernel(__global const float* x, __global float* out, int n)'");
+    return violation("no_kernel", "the source declares no kernel; write e.g. "
+                                  "'__kernel void my_kernel(__global const float* x, __global float* out, int n)' "
+                                  "(opencl) or 'extern \"C\" __global__ void my_kernel(const float* x, float* out, "
+                                  "int n)' (cuda)");
 
   static const std::regex printf_call(R"(\bprintf\s*\()"), include_line(R"(#\s*include\b)"),
       asm_use(R"(\b(asm|__asm__|__asm)\b)");
@@ -84,6 +97,15 @@ std::optional<RuleViolation> check_static_rules(const KernelProgram& program, co
   if (std::regex_search(code, include_line))
     return violation("forbidden_construct", "#include is not allowed; the program must be self-contained");
   if (std::regex_search(code, asm_use)) return violation("forbidden_construct", "inline assembly is not allowed");
+  if (program.dialect == Dialect::cuda) {
+    // Clocks and sleeps let a kernel notice it is being timed; device malloc, traps and
+    // breakpoints reach past the kernel's buffers.
+    static const std::regex cuda_banned(R"(\b(clock|clock64|__nanosleep|__globaltimer|globaltimer|malloc|free|__trap|__brkpt|cudaMalloc|cudaMemcpy\w*|cudaDeviceSynchronize)\s*\()");
+    std::smatch m;
+    if (std::regex_search(code, m, cuda_banned))
+      return violation("forbidden_construct", m[1].str() + "() is not allowed in a cuda kernel (no clocks, sleeps, "
+                                                           "device allocation or host calls)");
+  }
 
   // Every buffer a program may name, and which of them are inputs.
   std::set<std::string> inputs(names.inputs.begin(), names.inputs.end());

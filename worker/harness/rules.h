@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #include "worker/harness/program.h"
 
 namespace kforge::harness {
@@ -78,14 +78,14 @@ struct LaunchPlan {
 //! Output description for planning.
 struct PlanOutput {
   std::vector<int64_t> shape;
-  DType dtype = DType::float32;
+  spec::DType dtype = spec::DType::float32;
 };
 
 //! Resolves launches for one shape set: evaluates expressions, binds args to parameter
 //! types, applies size limits and the shape-dependent rules (static_out_of_bounds).
 //! Returns the plan, or a violation.
-std::optional<RuleViolation> make_launch_plan(const KernelProgram& program, const std::vector<InputSpec>& inputs,
-                                              const ShapeSet& input_shapes, const std::vector<PlanOutput>& outputs,
+std::optional<RuleViolation> make_launch_plan(const KernelProgram& program, const std::vector<spec::InputSpec>& inputs,
+                                              const spec::ShapeSet& input_shapes, const std::vector<PlanOutput>& outputs,
                                               const ProgramLimits& limits, LaunchPlan& plan);
 
 //! JSON form of a plan (what the parent sends to kforge-sandbox).

@@ -1,27 +1,32 @@
-// kforge-sandbox: the child that compiles and runs one candidate kernel program.
-// Started (pre-started) by the Checker under CPU/memory limits with the op's data
-// arena as fd 3; speaks one JSON line per command on stdin/stdout:
+// kforge-sandbox: the child that compiles and runs one candidate kernel program on a
+// KernelBackend (OpenCL on PoCL or a GPU, or CUDA). Started (pre-started) by the Checker
+// under limits with the op's data arena as fd 3; one JSON line per command on stdin, one
+// reply line on a private copy of stdout (fd 1 itself then points at stderr, so nothing a
+// kernel prints can pass for a reply):
 //   ready -> {"cmd":"build"} -> {"cmd":"run"}... -> {"cmd":"time"} -> exit.
 // A crash, hang or runaway allocation here is an outcome for the parent, never its death.
-// Usage (by the harness only): kforge-sandbox [--device NAME]
+// Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME]
+//        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
+// Test: ctest -R 'harness_(checker|adversarial|kernel_backend)'.
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <signal.h>
-#include <sys/prctl.h>
-
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "worker/harness/cl_backend.h"
+#include "worker/harness/host_devices.h"
+#include "worker/harness/kernel_backend.h"
 #include "worker/harness/timing.h"
 
 using namespace kforge::harness;
@@ -30,6 +35,7 @@ using nlohmann::json;
 namespace {
 
 constexpr int kArenaFd = 3;
+FILE* g_reply = nullptr;  // the private copy of stdout
 
 struct Arena {
   const uint8_t* inputs = nullptr;  // read-only view of the input region
@@ -56,25 +62,46 @@ struct Arena {
     input_bytes = input_region;
     total_bytes = total;
   }
+  uint8_t* output_at(int64_t offset) const { return outputs + (offset - input_bytes); }
 };
 
-void reply(const json& message) { std::cout << message.dump() << "\n" << std::flush; }
+void reply(const json& message) {
+  std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::fwrite(line.data(), 1, line.size(), g_reply);
+  std::fflush(g_reply);
+}
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// One set of device buffers for a plan (inputs, outputs, scratch) with the plan bound to it.
+struct BufferSet {
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::unique_ptr<BoundPlan> bound;
+  int trial = -1;  // whose inputs it holds now
+};
+
+// A failed check inside the child, reported as {"ok": false, "kind": ..., ...}.
+struct ChildFailure {
+  json reply;
+};
+
 class Sandbox {
  public:
-  explicit Sandbox(const std::string& device) : runtime_(device) { warm_up(); }
+  Sandbox(const std::string& target, const std::string& device)
+      : target_(target.empty() ? "opencl" : target), backend_(make_kernel_backend(target_, device)) {
+    warm_up();
+  }
 
   // Builds and runs a trivial kernel once, so the compiler and the launch machinery
   // are loaded before "ready": a pre-started sandbox then pays none of it per candidate.
   void warm_up() {
-    std::string log;
-    ClProgram program = runtime_.build("__kernel void kforge_warm_up(__global float* p) { p[get_global_id(0)] = 1.0f; }",
-                                       "-cl-std=CL1.2", log);
-    if (!program.get()) return;
+    const bool cuda = target_ == "cuda";
+    const std::string source =
+        cuda ? "extern \"C\" __global__ void kforge_warm_up(float* p) { p[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }"
+             : "__kernel void kforge_warm_up(__global float* p) { p[get_global_id(0)] = 1.0f; }";
+    if (!backend_->build(source, cuda ? "" : "-cl-std=CL1.2", {"kforge_warm_up"}).ok) return;
     LaunchPlan plan;
     plan.buffers = {{"p", PlanBuffer::Role::scratch, 0, 64 * 4}};
     PlanLaunch launch;
@@ -83,29 +110,20 @@ class Sandbox {
     launch.local[0] = 64;
     launch.args = {{PlanArg::Kind::buffer, 0, 0, 0}};
     plan.launches = {launch};
-    GuardedBuffer buffer(runtime_.context(), 64 * 4, runtime_.is_cpu());
-    auto kernels = create_plan_kernels(program.get(), plan);
-    bind_plan_args(kernels, plan, {buffer.mem()});
-    enqueue_plan(runtime_.queue(), kernels, plan, nullptr);
-    KFORGE_CL_CHECK(clFinish(runtime_.queue()));
+    auto buffer = backend_->allocate(64 * 4);
+    auto bound = backend_->bind(plan, {buffer.get()});
+    backend_->launch(*bound);
   }
 
-  json ready() const {
-    const auto& d = runtime_.device();
-    return {{"ready", true},
-            {"device",
-             {{"name", d.name}, {"platform", d.platform}, {"version", d.version}, {"driver", d.driver_version},
-              {"c_version", runtime_.opencl_c_version()}, {"compute_units", d.compute_units},
-              {"is_cpu", runtime_.is_cpu()}, {"max_work_group", runtime_.max_work_group_size()},
-              {"pocl_affinity", std::getenv("POCL_AFFINITY") ? std::getenv("POCL_AFFINITY") : ""}}}};
-  }
+  json ready() const { return {{"ready", true}, {"device", backend_->describe()}}; }
 
   json build(const json& cmd) {
     auto start = std::chrono::steady_clock::now();
-    std::string log;
-    program_ = runtime_.build(cmd.at("source").get<std::string>(), cmd.value("options", ""), log);
-    if (!program_.get()) return {{"ok", false}, {"kind", "compile_error"}, {"log", log}, {"build_ms", ms_since(start)}};
-    return {{"ok", true}, {"build_ms", ms_since(start)}, {"log", log}};
+    auto outcome = backend_->build(cmd.at("source").get<std::string>(), cmd.value("options", ""),
+                                   cmd.value("kernels", std::vector<std::string>{}));
+    built_ = outcome.ok;
+    if (!outcome.ok) return {{"ok", false}, {"kind", "compile_error"}, {"log", outcome.log}, {"build_ms", ms_since(start)}};
+    return {{"ok", true}, {"build_ms", ms_since(start)}, {"log", outcome.log}};
   }
 
   json run(const json& cmd) {
@@ -114,98 +132,89 @@ class Sandbox {
     auto offsets_in = cmd.at("inputs").get<std::vector<int64_t>>();
     auto offsets_out = cmd.at("outputs").get<std::vector<int64_t>>();
     uint8_t poison = static_cast<uint8_t>(cmd.value("poison", 255));
-    cl_command_queue queue = runtime_.queue();
-    std::vector<std::unique_ptr<GuardedBuffer>> buffers;
-    std::vector<cl_mem> mems;
-    for (const auto& buffer : plan.buffers) {
-      buffers.push_back(std::make_unique<GuardedBuffer>(runtime_.context(), buffer.bytes, runtime_.is_cpu()));
-      mems.push_back(buffers.back()->mem());
-      if (buffer.role == PlanBuffer::Role::input) buffers.back()->write(queue, arena_.inputs + offsets_in.at(buffer.index));
-      else buffers.back()->fill(queue, poison);  // outputs: NaN poison; scratch: garbage
+    BufferSet set = allocate_set(plan);
+    load_set(plan, set, offsets_in, poison);
+    TimingSample sample = backend_->launch(*set.bound);
+    try {
+      read_back(plan, set, offsets_in, offsets_out, "");
+    } catch (const ChildFailure& failure) {
+      return failure.reply;
     }
-    auto kernels = create_plan_kernels(program_.get(), plan);
-    bind_plan_args(kernels, plan, mems);
-    std::vector<ClEvent> events;
-    auto start = std::chrono::steady_clock::now();
-    enqueue_plan(queue, kernels, plan, &events);
-    KFORGE_CL_CHECK(clFinish(queue));
-    double run_ms = ms_since(start);
-    for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx)
-      if (!buffers[buffer_idx]->canary_intact(queue))
-        return {{"ok", false}, {"kind", "runtime_error"},
-                {"message", "out-of-bounds write: memory just outside buffer '" + plan.buffers[buffer_idx].name +
-                                "' was modified"}};
-    std::vector<uint8_t> readback;
-    for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx) {
-      const auto& buffer = plan.buffers[buffer_idx];
-      if (buffer.role == PlanBuffer::Role::output) {
-        buffers[buffer_idx]->read(queue, arena_.outputs + (offsets_out.at(buffer.index) - arena_.input_bytes));
-      } else if (buffer.role == PlanBuffer::Role::input) {
-        readback.resize(static_cast<size_t>(buffer.bytes));
-        buffers[buffer_idx]->read(queue, readback.data());
-        const uint8_t* pristine = arena_.inputs + offsets_in.at(buffer.index);
-        if (std::memcmp(readback.data(), pristine, readback.size()) != 0) {
-          size_t first = 0;
-          while (readback[first] == pristine[first]) ++first;
-          return {{"ok", false}, {"kind", "input_mutated"}, {"buffer", buffer.name}, {"byte", first}};
-        }
-      }
-    }
-    return {{"ok", true}, {"run_ms", run_ms}, {"kernel_ms", events_span_ms(events)}};
+    return {{"ok", true}, {"run_ms", sample.wall_ms}, {"kernel_ms", sample.device_ms}};
   }
 
-  // The timing protocol of timing.h (warm-up until settled, windows, contention,
-  // retry) with clFinish after each run (device-wide sync), rotating among several
-  // input/output sets (together larger than the last-level cache) so caches do not flatter.
+  // The timing protocol of timing.h, as suspicious as verification: `sets` are verified
+  // trial input sets; `rotations` buffer sets are cycled (together larger than the
+  // last-level cache on CPUs), and after every run the set just used is reloaded with the
+  // next trial's inputs, its outputs and scratch poisoned again. So the same addresses hold
+  // new data on each visit (a result cached by address or a flag left in scratch goes
+  // stale), and nothing is written just before the run that uses it (cold caches; GPUs also
+  // flush L2 before each run). A final lap, run exactly like the timed runs, sends every
+  // set's outputs back for the parent to check, with inputs and guard regions verified.
   json time(const json& cmd) {
     LaunchPlan plan = read_plan(cmd);
     arena_.map(cmd.at("input_region").get<int64_t>(), cmd.at("arena_bytes").get<int64_t>());
-    auto offsets_in = cmd.at("inputs").get<std::vector<int64_t>>();
+    std::vector<std::vector<int64_t>> set_inputs, set_outputs;
+    if (cmd.contains("sets")) {
+      for (const auto& set : cmd.at("sets")) {
+        set_inputs.push_back(set.at("inputs").get<std::vector<int64_t>>());
+        set_outputs.push_back(set.value("outputs", std::vector<int64_t>{}));
+      }
+    } else {
+      set_inputs.push_back(cmd.at("inputs").get<std::vector<int64_t>>());
+      set_outputs.emplace_back();
+    }
+    const int trials = static_cast<int>(set_inputs.size());
     int rotations = std::max(1, cmd.value("rotations", 1));
+    // With a multiple of the trial count every buffer set would always hold the same trial.
+    if (trials > 1 && rotations % trials == 0) ++rotations;
+    uint8_t poison = static_cast<uint8_t>(cmd.value("poison", 255));
+    const bool gpu = !backend_->is_cpu();
     TimingProtocol protocol;
     protocol.max_seconds = cmd.value("max_seconds", protocol.max_seconds);
     protocol.target_iqr = cmd.value("target_iqr", protocol.target_iqr);
     protocol.attempts = cmd.value("attempts", protocol.attempts);
     protocol.max_contention = cmd.value("max_contention", protocol.max_contention);
     protocol.settle_tolerance = cmd.value("settle_tolerance", protocol.settle_tolerance);
+    protocol.min_runs = cmd.value("min_runs", protocol.min_runs);
     protocol.touch_runs = std::max(2, rotations);
-    cl_command_queue queue = runtime_.queue();
-    std::vector<std::unique_ptr<GuardedBuffer>> owned;
-    std::vector<std::vector<cl_mem>> sets(static_cast<size_t>(rotations));
-    std::vector<cl_mem> scratch(plan.buffers.size(), nullptr);
-    for (int set_idx = 0; set_idx < rotations; ++set_idx) {
-      for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx) {
-        const auto& buffer = plan.buffers[buffer_idx];
-        if (buffer.role == PlanBuffer::Role::scratch && scratch[buffer_idx]) {
-          sets[set_idx].push_back(scratch[buffer_idx]);  // scratch is shared by all sets
-          continue;
-        }
-        // Every page is written here (inputs copied, outputs and scratch filled), so
-        // first-touch page faults happen before the warm-up, not inside timed runs.
-        owned.push_back(std::make_unique<GuardedBuffer>(runtime_.context(), buffer.bytes, runtime_.is_cpu()));
-        if (buffer.role == PlanBuffer::Role::input) owned.back()->write(queue, arena_.inputs + offsets_in.at(buffer.index));
-        else owned.back()->fill(queue, 0);
-        if (buffer.role == PlanBuffer::Role::scratch) scratch[buffer_idx] = owned.back()->mem();
-        sets[set_idx].push_back(owned.back()->mem());
-      }
+
+    std::vector<BufferSet> sets(static_cast<size_t>(rotations));
+    int next_trial = 0;
+    for (auto& set : sets) {
+      set = allocate_set(plan);
+      set.trial = next_trial++ % trials;
+      load_set(plan, set, set_inputs[static_cast<size_t>(set.trial)], poison);
     }
-    std::vector<PlanKernels> kernels;
-    for (int set_idx = 0; set_idx < rotations; ++set_idx) {
-      kernels.push_back(create_plan_kernels(program_.get(), plan));
-      bind_plan_args(kernels.back(), plan, sets[set_idx]);
-    }
-    std::vector<ClEvent> events;
+    std::vector<bool> verified(static_cast<size_t>(trials), false);
+    bool final_lap = false;
     auto run = [&](int run_idx) {
-      auto start = std::chrono::steady_clock::now();
-      enqueue_plan(queue, kernels[run_idx % rotations], plan, &events);
-      KFORGE_CL_CHECK(clFinish(queue));
-      TimingSample sample;
-      sample.wall_ms = ms_since(start);
-      sample.device_ms = events_span_ms(events);
+      BufferSet& set = sets[static_cast<size_t>(run_idx % rotations)];
+      backend_->flush_caches();
+      TimingSample sample = backend_->launch(*set.bound);
+      if (final_lap) {
+        auto trial = static_cast<size_t>(set.trial);
+        read_back(plan, set, set_inputs[trial], set_outputs[trial], "while timed");
+        verified[trial] = true;
+      }
+      set.trial = next_trial++ % trials;
+      load_set(plan, set, set_inputs[static_cast<size_t>(set.trial)], poison);
+      // On a GPU the measured time is the device's (events around the launches); on a CPU
+      // device the wall time around launch and finish.
+      if (gpu) sample.wall_ms = sample.device_ms;
       return sample;
     };
-    // A warm-up block visits every rotation set once.
     TimingRecord record = run_timing_protocol(run, protocol, std::max(3, rotations));
+    final_lap = true;
+    int lap_runs = 0;
+    try {
+      for (int run_idx = 0; !std::all_of(verified.begin(), verified.end(), [](bool v) { return v; }); ++run_idx) {
+        run(run_idx);
+        if (++lap_runs > rotations * trials + rotations) throw std::runtime_error("final lap did not cover every set");
+      }
+    } catch (const ChildFailure& failure) {
+      return failure.reply;
+    }
     return {{"ok", true},
             {"median_ms", record.median_ms},
             {"min_ms", record.min_ms},
@@ -213,6 +222,8 @@ class Sandbox {
             {"runs", record.runs},
             {"kernel_median_ms", record.device_median_ms},
             {"rotations", rotations},
+            {"verified_sets", trials},
+            {"clock", gpu ? "device_events" : "wall"},
             {"warmup_runs", record.warmup_runs},
             {"settled", record.settled},
             {"attempts", record.attempts},
@@ -222,16 +233,70 @@ class Sandbox {
   }
 
  private:
-  ClRuntime runtime_;
-  ClProgram program_;
+  std::string target_;
+  std::unique_ptr<KernelBackend> backend_;
+  bool built_ = false;
   Arena arena_;
 
   LaunchPlan read_plan(const json& cmd) {
-    if (!program_.get()) throw std::runtime_error("run before a successful build");
+    if (!built_) throw std::runtime_error("run before a successful build");
     LaunchPlan plan;
     std::string error;
     if (!launch_plan_from_json(cmd.at("plan").dump(), plan, error)) throw std::runtime_error(error);
     return plan;
+  }
+
+  BufferSet allocate_set(const LaunchPlan& plan) {
+    BufferSet set;
+    std::vector<DeviceBuffer*> raw;
+    for (const auto& buffer : plan.buffers) {
+      set.buffers.push_back(backend_->allocate(buffer.bytes));
+      raw.push_back(set.buffers.back().get());
+    }
+    set.bound = backend_->bind(plan, raw);
+    return set;
+  }
+
+  // Inputs copied in from the arena; outputs and scratch poisoned (0xFF: NaN; 0x7F: 3.4e38),
+  // so an unwritten output or a read of scratch nothing wrote shows in the result.
+  void load_set(const LaunchPlan& plan, BufferSet& set, const std::vector<int64_t>& offsets_in, uint8_t poison) {
+    for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx) {
+      const auto& buffer = plan.buffers[buffer_idx];
+      if (buffer.role == PlanBuffer::Role::input)
+        set.buffers[buffer_idx]->write(arena_.inputs + offsets_in.at(static_cast<size_t>(buffer.index)));
+      else
+        set.buffers[buffer_idx]->fill(poison);
+    }
+  }
+
+  // Guards intact, outputs to the arena, inputs unchanged; a violation throws ChildFailure.
+  void read_back(const LaunchPlan& plan, BufferSet& set, const std::vector<int64_t>& offsets_in,
+                 const std::vector<int64_t>& offsets_out, const std::string& when) {
+    const std::string suffix = when.empty() ? "" : " " + when;
+    for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx)
+      if (!set.buffers[buffer_idx]->guards_intact())
+        throw ChildFailure{{{"ok", false},
+                            {"kind", "runtime_error"},
+                            {"message", "out-of-bounds write" + suffix + ": memory just outside buffer '" +
+                                            plan.buffers[buffer_idx].name + "' was modified"}}};
+    std::vector<uint8_t> readback;
+    for (size_t buffer_idx = 0; buffer_idx < plan.buffers.size(); ++buffer_idx) {
+      const auto& buffer = plan.buffers[buffer_idx];
+      auto index = static_cast<size_t>(buffer.index);
+      if (buffer.role == PlanBuffer::Role::output && index < offsets_out.size()) {
+        set.buffers[buffer_idx]->read(arena_.output_at(offsets_out[index]));
+      } else if (buffer.role == PlanBuffer::Role::input) {
+        readback.resize(static_cast<size_t>(buffer.bytes));
+        set.buffers[buffer_idx]->read(readback.data());
+        const uint8_t* pristine = arena_.inputs + offsets_in.at(index);
+        if (std::memcmp(readback.data(), pristine, readback.size()) != 0) {
+          size_t first = 0;
+          while (readback[first] == pristine[first]) ++first;
+          throw ChildFailure{{{"ok", false}, {"kind", "input_mutated"}, {"buffer", buffer.name}, {"byte", first},
+                              {"when", when}}};
+        }
+      }
+    }
   }
 };
 
@@ -240,16 +305,29 @@ class Sandbox {
 int main(int argc, char** argv) {
   // Die with the parent: a sandbox must never outlive the worker that started it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Replies travel on a private copy of stdout; fd 1 now leads to stderr, so a kernel's
+  // printf (or a line a compiler prints) can never pass for a reply.
+  int reply_fd = dup(STDOUT_FILENO);
+  g_reply = reply_fd >= 0 ? fdopen(reply_fd, "w") : nullptr;
+  if (!g_reply || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 2;
   // Pin PoCL's worker threads, one per core (unless the caller chose otherwise).
   // Unpinned, on a busy machine the threads share cores with other work and the
   // timings jump by scheduler ticks; see docs/harness.md "Why the timer drifted".
   setenv("POCL_AFFINITY", "1", 0);
-  std::string device;
-  for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx)
+  for (int arg_idx = 1; arg_idx < argc; ++arg_idx)
+    if (std::string(argv[arg_idx]) == "--list-devices") {
+      // Discovery for the worker, which must not initialise OpenCL or CUDA itself.
+      reply(list_devices_json());
+      return 0;
+    }
+  std::string device, target = "opencl";
+  for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx) {
     if (std::string(argv[arg_idx]) == "--device") device = argv[arg_idx + 1];
+    if (std::string(argv[arg_idx]) == "--target") target = argv[arg_idx + 1];
+  }
   std::unique_ptr<Sandbox> sandbox;
   try {
-    sandbox = std::make_unique<Sandbox>(device);
+    sandbox = std::make_unique<Sandbox>(target, device);
   } catch (const std::exception& e) {
     reply({{"ready", false}, {"message", e.what()}});
     return 1;
@@ -271,8 +349,6 @@ int main(int argc, char** argv) {
       else if (name == "run") reply(sandbox->run(cmd));
       else if (name == "time") reply(sandbox->time(cmd));
       else reply({{"ok", false}, {"kind", "internal_error"}, {"message", "unknown command '" + name + "'"}});
-    } catch (const ClError& e) {
-      reply({{"ok", false}, {"kind", "runtime_error"}, {"message", e.what()}, {"cl_status", e.code()}});
     } catch (const std::bad_alloc&) {
       reply({{"ok", false}, {"kind", "runtime_error"}, {"message", "out of memory in the sandbox"}});
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 // compile rate, fast_0/1/1.5/2, geomean overall, stored as one evaluations row in the
 // completion's transaction (so the model leaderboard shows it exactly once).
 // Ops are evaluated one at a time so progress and cancellation work between ops.
+// Test: ctest -R jobs_training_test.
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "worker/jobs/training_support.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/model_policy.h"
+#include "worker/train/train_config.h"
 
 namespace kforge::jobs {
 namespace {
@@ -50,20 +52,13 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   }
   // Verify every sample in parallel untimed, then time the correct ones one at a time
   // (EvalConfig::timing_checker), so no timed run shares the CPU with another check.
-  harness::CheckOptions timed_options = job_check_options(args.check, 1.0);
+  harness::CheckOptions timed_options = train::check_options(args.check, 1.0);
   harness::CheckOptions verify_options = timed_options;
   verify_options.time = false;
   train::HarnessChecker checker(verify_options, args.check.max_check_elements);
   train::HarnessChecker timing_checker(timed_options, args.check.max_check_elements);
-  train::EvalConfig config;
+  train::EvalConfig config = train::eval_config(args, train::PromptStyle::kforge_tiny);
   if (args.check.time_kernels) config.timing_checker = &timing_checker;
-  config.samples_per_op = args.samples;
-  config.k = args.k;
-  config.check_threads = args.check.threads;
-  config.sampling.temperature = args.temperature;
-  config.sampling.top_p = args.top_p;
-  config.sampling.max_new_tokens = args.max_new_tokens;
-  config.sampling.stop = train::prompt_stop_strings(train::PromptStyle::kforge_tiny);
 
   std::vector<train::OpSamples> all;
   std::map<std::string, int> outcomes;

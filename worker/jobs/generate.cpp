@@ -1,6 +1,7 @@
 // The `generate` job runner behind worker/jobs/generate.h. The checking loop is
 // the product's core path: every candidate, whatever its outcome, becomes a
 // candidates row before the next one is checked, so a crash loses nothing done.
+// Test: ctest -R jobs_generate_test.
 #include "worker/jobs/generate.h"
 
 #include <chrono>
@@ -16,7 +17,8 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
-#include "worker/harness/result_store_db.h"
+#include "worker/jobs/job_args.h"
+#include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
 
@@ -24,15 +26,6 @@ namespace kforge::jobs {
 namespace {
 
 using json = nlohmann::json;
-
-// Reads an integer field that JSON may hold as an integer or an integral double.
-int64_t int_field(const json& args, const char* key, int64_t fallback) {
-  if (!args.contains(key) || args[key].is_null()) return fallback;
-  if (!args[key].is_number_integer() && !args[key].is_number_unsigned()) {
-    throw std::invalid_argument(std::string("generate args: '") + key + "' must be an integer");
-  }
-  return args[key].get<int64_t>();
-}
 
 json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
@@ -61,10 +54,10 @@ db::CandidateRecord candidate_record(const worker::JobContext& ctx, const Genera
   return record;
 }
 
-harness::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
+spec::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
   auto op = db::op_get(conn, op_id);
   if (!op) throw std::invalid_argument("op " + std::to_string(op_id) + " does not exist");
-  auto parsed = harness::parse_op_spec(op->spec_json);
+  auto parsed = spec::parse_op_spec(op->spec_json);
   if (!parsed.ok()) {
     throw std::invalid_argument("stored op " + std::to_string(op_id) + " is invalid: " + parsed.errors[0].field + ": " +
                                 parsed.errors[0].message);
@@ -94,7 +87,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                     /*retryable=*/false);
   }
   auto conn = db::connect(database_url);
-  harness::OpSpec spec;
+  spec::OpSpec spec;
   try {
     spec = load_op(*conn, args.op_id);
   } catch (const std::invalid_argument& e) {
@@ -114,7 +107,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
 
   std::string error;
   harness::CheckOptions options;
-  options.result_store = harness::make_db_result_store(*conn);  // identical candidates are checked once across jobs
+  options.result_store = make_db_result_store(*conn);  // identical candidates are checked once across jobs
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
 
@@ -169,22 +162,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
 }  // namespace
 
 GenerateArgs parse_generate_args(const std::string& args_json) {
-  json args = json::parse(args_json, nullptr, /*allow_exceptions=*/false);
-  if (!args.is_object()) throw std::invalid_argument("generate args: not a JSON object");
-  GenerateArgs out;
-  out.op_id = int_field(args, "op_id", 0);
-  if (out.op_id <= 0) throw std::invalid_argument("generate args: 'op_id' must be a positive integer");
-  if (args.contains("target") && args["target"].is_string()) out.target = args["target"];
-  if (args.contains("model") && args["model"].is_string()) out.model = args["model"];
-  out.model_id = int_field(args, "model_id", 0);
-  out.samples = static_cast<int>(int_field(args, "samples", out.samples));
-  if (out.samples < 1 || out.samples > 256) throw std::invalid_argument("generate args: 'samples' must be 1..256");
-  out.time_budget_s = static_cast<double>(int_field(args, "time_budget_s", 600));
-  out.seed = static_cast<uint64_t>(int_field(args, "seed", 0));
-  return out;
+  return args_or_throw(spec::read_generate(parse_job_args_json(args_json, "generate"), spec::Source::job));
 }
 
-std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note) {
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note) {
   std::vector<CandidateProgram> programs;
   codegen::Analysis analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
@@ -200,13 +181,13 @@ std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, in
   return programs;
 }
 
-std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
                                                 int64_t model_id, int count, uint64_t seed) {
   auto policy = train::ModelPolicy::from_dir(model_dir, {}, /*trainable=*/false);
   train::PromptOp prompt_op;
   prompt_op.name = spec.name;
   prompt_op.source = spec.source;
-  for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, harness::dtype_name(input.dtype), input.shape});
+  for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, spec::dtype_name(input.dtype), input.shape});
   std::string prompt = train::render_prompt(prompt_op, train::PromptStyle::kforge_tiny);
   train::SamplingConfig sampling;
   sampling.temperature = 0.8;

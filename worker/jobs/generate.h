@@ -10,23 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/job_spec.h"
+#include "spec/op_spec.h"
 #include "worker/worker.h"
 
 namespace kforge::jobs {
 
-//! The job's arguments, as POST /v1/generations stores them.
-struct GenerateArgs {
-  int64_t op_id = 0;
-  std::string target = "opencl";
-  std::string model = "kforge-tiny";
-  int64_t model_id = 0;     //!< 0: no trained version of `model` exists
-  int samples = 8;          //!< candidates to check
-  double time_budget_s = 600;
-  uint64_t seed = 0;
-};
+//! The job's arguments (spec/job_spec.h: the table POST /v1/generations reads too).
+using GenerateArgs = spec::GenerateArgs;
 
-//! Parses the job's args JSON; throws std::invalid_argument naming the bad field.
+//! Parses the job's args JSON with spec::read_generate; throws std::invalid_argument naming every bad field.
 GenerateArgs parse_generate_args(const std::string& args_json);
 
 //! One proposed program and where it came from.
@@ -39,11 +32,11 @@ struct CandidateProgram {
 
 //! Up to `count` teacher-compiler programs, one per distinct schedule. `note` says
 //! why there are none (an op the teacher does not support).
-std::vector<CandidateProgram> teacher_candidates(const harness::OpSpec& spec, int count, std::string* note);
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note);
 
 //! `count` samples from the HF model directory `model_dir` with the kforge-tiny
 //! prompt template. Throws std::runtime_error when the directory cannot be loaded.
-std::vector<CandidateProgram> policy_candidates(const harness::OpSpec& spec, const std::string& model_dir,
+std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
                                                 int64_t model_id, int count, uint64_t seed);
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`.

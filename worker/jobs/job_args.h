@@ -1,88 +1,39 @@
-// Payloads of the train_sft, train_grpo and evaluate jobs, as POST /v1/training-jobs
-// and POST /v1/evaluations store them, parsed into structs (JSON stops here), and the
-// suite names they use. Test: ctest -R jobs_args_test.
+// Payloads of the train_sft, train_grpo and evaluate jobs, read by the one reader of
+// spec/job_spec.h (the API reads POST bodies with the same tables), and the suite names
+// they use. Test: ctest -R jobs_args_test.
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+
+#include "spec/job_spec.h"
 
 namespace kforge::jobs {
 
-//! Harness settings shared by dataset building, GRPO and evaluation.
-struct CheckSettings {
-  int limit_ops = 0;                //!< first N ops of the split (0 = all)
-  int64_t max_check_elements = 0;   //!< > 0: check on main shapes shrunk to this many input elements
-  int trials = 2;                   //!< correctness trials per check
-  int threads = 2;                  //!< checks at once
-  bool time_kernels = true;         //!< time correct kernels against eager (speed reward, fast_p)
-};
+// The structs and their one reader live in spec/job_spec.h; these names keep the runners'
+// vocabulary (and the worker's error style: the first line of a failed job names the field).
+using CheckSettings = spec::CheckSettings;
+using SftJobArgs = spec::SftArgs;
+using GrpoJobArgs = spec::GrpoArgs;
+using EvaluateJobArgs = spec::EvaluateArgs;
 
-//! A train_sft job: where the pairs come from, the model to start from, hyperparameters.
-struct SftJobArgs {
-  std::string dataset;                 //!< JSONL path on the worker ("" when suite is set)
-  std::string suite;                   //!< suite name ("" when dataset is set)
-  int64_t base_model_id = 0;           //!< 0: bootstrap a fresh model of the output_model preset
-  std::string output_model = "kforge-tiny";  //!< name of the versions this job registers
-  int epochs = 3;                      //!< passes over the pairs (when max_steps is 0)
-  int max_steps = 0;                   //!< optimizer steps; 0 = from epochs
-  int batch_size = 16;                 //!< sequences per step
-  int micro_batch = 4;                 //!< sequences per forward
-  int max_seq_len = 2048;              //!< longer pairs are skipped
-  int warmup_steps = 10;               //!< linear warm-up
-  int eval_every = 25;                 //!< validation loss every N steps
-  int checkpoint_every = 50;           //!< checkpoint (and model version) every N steps; 0 = end only
-  int vocab_size = 4096;               //!< BPE vocabulary when bootstrapping
-  double learning_rate = 3e-4;         //!< peak learning rate
-  double weight_decay = 0.0;           //!< AdamW decay
-  double grad_clip = 1.0;              //!< global-norm clip
-  uint64_t seed = 0;                   //!< data order and weight init
-  int variants_per_op = 4;             //!< suite dataset: teacher schedules per op
-  CheckSettings check{0, 65536, 2, 2, false};  //!< suite dataset: how variants are verified
-};
-
-//! A train_grpo job: the parent model version, the suite, hyperparameters.
-struct GrpoJobArgs {
-  std::string suite;                   //!< suite name (the train split is used)
-  int64_t base_model_id = 0;           //!< the model version to start from (required)
-  std::string output_model = "kforge-tiny";  //!< name of the versions this job registers
-  int steps = 200;                     //!< optimizer steps
-  double learning_rate = 1e-5;         //!< peak learning rate
-  int prompts_per_step = 4;            //!< ops per step
-  int group_size = 8;                  //!< samples per op
-  double eps_low = 0.2, eps_high = 0.28;  //!< ratio clip
-  double kl_coef = 0.0;                //!< k3 KL weight to the frozen base model
-  double temperature = 1.0, top_p = 1.0;  //!< sampling
-  int max_new_tokens = 1024;           //!< completion limit
-  double speed_weight = 0.5, speed_cap = 3.0;  //!< reward speed bonus w * min(speedup, cap)
-  double grad_clip = 1.0;              //!< global-norm clip
-  uint64_t seed = 0;                   //!< sampling seeds and task order
-  int warmup_steps = 0;                //!< linear warm-up
-  int micro_batch = 4;                 //!< sequences per forward
-  int checkpoint_every = 50;           //!< checkpoint (and model version) every N steps; 0 = end only
-  CheckSettings check{0, 65536, 2, 2, true};  //!< how samples are checked
-};
-
-//! An evaluate job: model version x suite split x target.
-struct EvaluateJobArgs {
-  int64_t model_id = 0;                //!< the model version
-  std::string model;                   //!< "name@version" as the API resolved it
-  std::string suite = "heldout";       //!< suite name as given ("heldout", "builtin", "builtin:train"...)
-  std::string target = "opencl";       //!< kernel language
-  int samples = 4;                     //!< samples per op
-  int k = 4;                           //!< pass@k
-  int max_new_tokens = 768;            //!< completion limit
-  double temperature = 0.8, top_p = 0.95;  //!< sampling
-  uint64_t seed = 1234;                //!< sampling seed base
-  CheckSettings check{0, 0, 3, 2, true};  //!< how samples are checked
-};
-
-//! Parse a job's args JSON; each throws std::invalid_argument naming the bad field
-//! ("hyperparameters.batch_size: ..."), so the job fails with a message a person can act on.
+//! Parse a job's args JSON with the kind's reader (spec::Source::job); throws
+//! std::invalid_argument listing every bad field ("hyperparameters.batch_size: ..."), so
+//! the job fails without retry with a message a person can act on.
 SftJobArgs parse_sft_job_args(const std::string& args_json);
 //! See parse_sft_job_args.
 GrpoJobArgs parse_grpo_job_args(const std::string& args_json);
 //! See parse_sft_job_args.
 EvaluateJobArgs parse_evaluate_job_args(const std::string& args_json);
+//! The args JSON text as a document for a reader; throws std::invalid_argument when it is not JSON.
+nlohmann::json parse_job_args_json(const std::string& args_json, const char* kind);
+//! The reader's struct, or std::invalid_argument naming every bad field.
+template <typename T>
+T args_or_throw(const spec::ReadResult<T>& read) {
+  if (!read.ok()) throw std::invalid_argument(spec::describe_errors(read.errors));
+  return read.args;
+}
 
 //! A suite name resolved to a directory and a split ("" = every op).
 struct SuiteRef {

@@ -3,8 +3,6 @@
 // violation (another job registered the same version meanwhile) retries with the next.
 #include "worker/jobs/model_store.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/sha256.h"
 
 namespace kforge::jobs {
 namespace {
@@ -37,35 +37,14 @@ fs::path marker_of(const std::string& dest_dir) {
   return marker;
 }
 
-}  // namespace
-
-std::string file_sha256_hex(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestInit_ex failed");
-  }
-  std::vector<char> block(1 << 20);
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    if (in.gcount() > 0 && EVP_DigestUpdate(md.get(), block.data(), static_cast<size_t>(in.gcount())) != 1) {
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestUpdate failed");
-    }
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(md.get(), digest, &size) != 1) {
-    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": EVP_DigestFinal_ex failed");
-  }
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int byte_idx = 0; byte_idx < size; ++byte_idx) {
-    hex += digits[digest[byte_idx] >> 4];
-    hex += digits[digest[byte_idx] & 0xf];
-  }
-  return hex;
+// The file's sha256 for the model's file list; a checkpoint file that vanished is an error.
+std::string file_digest(const fs::path& path) {
+  auto digest = file_sha256_hex(path.string());
+  if (!digest) throw std::runtime_error("cannot read " + path.string());
+  return *digest;
 }
+
+}  // namespace
 
 db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVersionSpec& spec) {
   fs::path marker = marker_of(spec.dest_dir);
@@ -93,7 +72,7 @@ db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVer
     fs::copy_file(source, tmp / source.filename(), fs::copy_options::overwrite_existing);
     files.push_back({{"name", source.filename().string()},
                      {"size", fs::file_size(source)},
-                     {"sha256", file_sha256_hex(source.string())}});
+                     {"sha256", file_digest(source)}});
   }
   fs::remove_all(dest);
   fs::rename(tmp, dest);

@@ -28,9 +28,6 @@ struct ModelVersionSpec {
 //! Throws std::runtime_error when the checkpoint has no config.json.
 db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVersionSpec& spec);
 
-//! Lower-case hex sha256 of a file, streamed; throws std::runtime_error if unreadable.
-std::string file_sha256_hex(const std::string& path);
-
 //! The directory of a model version if it holds loadable weights (config.json), else
 //! throws std::invalid_argument naming `field` and what is missing.
 std::string model_weights_dir(const db::ModelRecord& model, const std::string& field);

@@ -4,7 +4,6 @@
 // as model versions, and resume from the newest one. Test: ctest -R jobs_training_test.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <stdexcept>
 
@@ -14,48 +13,16 @@
 #include "db/models.h"
 #include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/model_policy.h"
-#include "worker/train/sft_trainer.h"
+#include "worker/train/train_config.h"
 
 namespace kforge::jobs {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-// Same layout as the SFT trainer's, so train::latest_checkpoint finds it:
-// checkpoint-<step>/{policy files, optimizer.pt, trainer_state.json}, written to .tmp and renamed.
-std::string write_checkpoint(const std::string& out_dir, int step, const train::ModelPolicy& policy,
-                             train::GrpoTrainer& trainer) {
-  fs::path final_dir = fs::path(out_dir) / ("checkpoint-" + std::to_string(step));
-  fs::path tmp_dir = final_dir;
-  tmp_dir += ".tmp";
-  fs::remove_all(tmp_dir);
-  fs::create_directories(tmp_dir);
-  policy.save(tmp_dir.string());
-  trainer.optimizer().save((tmp_dir / "optimizer.pt").string());
-  std::ofstream((tmp_dir / "trainer_state.json").string()) << json{{"step", step}, {"method", "grpo"}}.dump() << "\n";
-  fs::remove_all(final_dir);
-  fs::rename(tmp_dir, final_dir);
-  // Keep the newest two; registered versions live in their own copies.
-  std::vector<std::pair<long, fs::path>> found;
-  for (const auto& entry : fs::directory_iterator(out_dir)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("checkpoint-", 0) != 0) continue;
-    char* end = nullptr;
-    long found_step = std::strtol(name.c_str() + 11, &end, 10);
-    if (*end == '\0') found.emplace_back(found_step, entry.path());
-  }
-  std::sort(found.begin(), found.end());
-  for (size_t idx = 0; idx + 2 < found.size(); ++idx) fs::remove_all(found[idx].second);
-  return final_dir.string();
-}
-
-int checkpoint_step(const std::string& dir) {
-  std::ifstream in((fs::path(dir) / "trainer_state.json").string());
-  return json::parse(in).at("step").get<int>();
-}
 
 json step_summary(const train::GrpoStepMetrics& m) {
   return {{"reward_mean", m.reward_mean},
@@ -82,7 +49,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   std::string out_dir = (fs::path(work_dir) / "checkpoints").string();
   fs::create_directories(out_dir);
   std::string resume_dir = train::latest_checkpoint(out_dir);
-  int resumed = resume_dir.empty() ? 0 : checkpoint_step(resume_dir);
+  int resumed = resume_dir.empty() ? 0 : train::checkpoint_step(resume_dir);
 
   policy::LoadOptions load{options.device, "float32"};
   std::unique_ptr<train::ModelPolicy> policy, reference;
@@ -95,30 +62,11 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   }
   if (!resume_dir.empty()) policy = train::ModelPolicy::from_dir(resume_dir, load);
 
-  train::GrpoConfig config;
-  config.group_size = args.group_size;
-  config.tasks_per_step = args.prompts_per_step;
-  config.steps = args.steps;
-  config.micro_batch = args.micro_batch;
-  config.check_threads = args.check.threads;
+  train::GrpoConfig config = train::grpo_config(args, train::PromptStyle::kforge_tiny);
   // The trainer mixes its own 1-based step count into the sampling seed; shifting the
   // base by the resumed steps gives step s the seeds of an uninterrupted run.
   config.seed = args.seed + 1000003ull * static_cast<uint64_t>(resumed);
-  config.sampling.temperature = args.temperature;
-  config.sampling.top_p = args.top_p;
-  config.sampling.max_new_tokens = args.max_new_tokens;
-  config.sampling.stop = train::prompt_stop_strings(train::PromptStyle::kforge_tiny);
-  config.reward.speed_weight = args.speed_weight;
-  config.reward.speed_cap = args.speed_cap;
-  config.loss.eps_low = args.eps_low;
-  config.loss.eps_high = args.eps_high;
-  config.loss.kl_beta = args.kl_coef;
-  config.optim.lr = args.learning_rate;
-  config.optim.warmup_steps = args.warmup_steps;
-  config.optim.total_steps = args.steps;
-  config.optim.weight_decay = 0.0;
-  config.optim.grad_clip = args.grad_clip;
-  train::HarnessChecker checker(job_check_options(args.check, 0.3), args.check.max_check_elements);
+  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements);
   std::unique_ptr<train::GrpoTrainer> trainer;
   try {
     trainer = std::make_unique<train::GrpoTrainer>(*policy, reference.get(), checker, config);
@@ -172,13 +120,15 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
       json metrics = step_summary(last);
       metrics["method"] = "grpo";
       metrics["step"] = step;
-      register_checkpoint(write_checkpoint(out_dir, step, *policy, *trainer), step, metrics);
+      std::string checkpoint =
+          train::write_checkpoint(out_dir, step, *policy, trainer->optimizer(), json{{"method", "grpo"}}, /*keep=*/2);
+      register_checkpoint(checkpoint, step, metrics);
     }
   }
 
   std::string final_dir = train::latest_checkpoint(out_dir);
   if (final_dir.empty()) throw std::runtime_error("grpo: no checkpoint was written");
-  db::ModelRecord final_model = register_checkpoint(final_dir, checkpoint_step(final_dir), json{{"method", "grpo"}});
+  db::ModelRecord final_model = register_checkpoint(final_dir, train::checkpoint_step(final_dir), json{{"method", "grpo"}});
   events.info("finished", json{{"model_id", final_model.id}, {"steps", args.steps}}.dump());
   json out = {{"model_id", final_model.id},
               {"model", final_model.name + "@" + std::to_string(final_model.version)},

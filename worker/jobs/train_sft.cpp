@@ -19,6 +19,7 @@
 #include "worker/train/dataset.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/sft_trainer.h"
+#include "worker/train/train_config.h"
 
 namespace kforge::jobs {
 namespace {
@@ -59,10 +60,7 @@ std::string build_suite_dataset(worker::JobContext& ctx, const SftJobArgs& args,
   if (fs::exists(cached)) return cached.string();
   SuiteRef suite = resolve_training_suite(args.suite, options.suite_dir);
   auto ops = load_suite_ops(suite, args.check.limit_ops);
-  train::DatasetOptions dataset_options;
-  dataset_options.max_variants_per_op = args.variants_per_op;
-  dataset_options.check = job_check_options(args.check, 0.3);
-  dataset_options.max_check_elements = args.check.max_check_elements;
+  train::DatasetOptions dataset_options = train::dataset_options(args, train::PromptStyle::kforge_tiny, 0.3);
   std::vector<train::DatasetRecord> records;
   train::DatasetStats total;
   for (size_t op_idx = 0; op_idx < ops.size(); ++op_idx) {
@@ -175,21 +173,8 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     policy = train::bootstrap_tiny_model(corpus, tiny);
   }
 
-  train::SftConfig config;
-  config.epochs = args.epochs;
-  config.max_steps = args.max_steps;
-  config.batch_size = args.batch_size;
-  config.micro_batch = std::min(args.micro_batch, args.batch_size);
-  config.max_tokens = args.max_seq_len;
-  config.eval_every = args.eval_every;
-  config.checkpoint_every = args.checkpoint_every;
-  config.keep_checkpoints = 2;
+  train::SftConfig config = train::sft_config(args);
   config.out_dir = out_dir;
-  config.seed = args.seed;
-  config.optim.lr = args.learning_rate;
-  config.optim.warmup_steps = args.warmup_steps;
-  config.optim.weight_decay = args.weight_decay;
-  config.optim.grad_clip = args.grad_clip;
   std::unique_ptr<train::SftTrainer> trainer;
   try {
     trainer = std::make_unique<train::SftTrainer>(*policy, train_set, validation, config);

@@ -65,14 +65,6 @@ std::vector<train::SuiteOp> load_suite_ops(const SuiteRef& suite, int limit) {
   return ops;
 }
 
-harness::CheckOptions job_check_options(const CheckSettings& settings, double time_budget_s) {
-  harness::CheckOptions options;
-  options.trials = settings.trials;
-  options.time = settings.time_kernels;
-  options.time_budget_s = time_budget_s;
-  return options;
-}
-
 std::string job_work_dir(const TrainingJobOptions& options, int64_t job_id) {
   return (fs::path(options.data_dir) / "training" / ("job-" + std::to_string(job_id))).string();
 }

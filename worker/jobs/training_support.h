@@ -1,5 +1,5 @@
 // Pieces the three training runners share (internal to worker/jobs): suite loading
-// with the job's limit, harness settings, per-job directories, training events.
+// with the job's limit, per-job directories, training events, checkpoint registration.
 // Exercised by tests/worker/jobs/training_jobs_test.cpp.
 #pragma once
 
@@ -10,7 +10,6 @@
 #include <pqxx/pqxx>
 
 #include "db/models.h"
-#include "worker/harness/checker.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/training_jobs.h"
 #include "worker/train/suite_tasks.h"
@@ -20,9 +19,6 @@ namespace kforge::jobs {
 //! The split's ops (first `limit` when > 0). Throws std::invalid_argument naming
 //! `suite` when the directory is unreadable or the split is empty.
 std::vector<train::SuiteOp> load_suite_ops(const SuiteRef& suite, int limit);
-
-//! Harness options from a job's settings.
-harness::CheckOptions job_check_options(const CheckSettings& settings, double time_budget_s);
 
 //! <data_dir>/training/job-<id>: checkpoints and the cached dataset of one job.
 std::string job_work_dir(const TrainingJobOptions& options, int64_t job_id);

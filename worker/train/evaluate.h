@@ -11,7 +11,8 @@
 
 namespace kforge::train {
 
-//! Settings of one evaluation.
+//! Settings of one evaluation. Jobs and kforge-train build it from the job spec with
+//! train_config.h's eval_config; the member defaults serve hand-built runs (tests).
 struct EvalConfig {
   int samples_per_op = 4;   //!< n
   int k = 4;                //!< pass@k (clamped to n per op)

@@ -17,7 +17,8 @@
 
 namespace kforge::train {
 
-//! Settings of a GRPO run.
+//! Settings of a GRPO run. Jobs and kforge-train build it from the job spec with
+//! train_config.h's grpo_config; the member defaults serve hand-built runs (tests).
 struct GrpoConfig {
   int group_size = 8;              //!< G samples per task
   int tasks_per_step = 4;          //!< tasks in one step's batch

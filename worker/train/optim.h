@@ -12,9 +12,11 @@
 
 namespace kforge::train {
 
-//! Optimiser and schedule settings.
+//! Optimiser and schedule settings. Jobs and kforge-train fill lr, warmup_steps,
+//! weight_decay, grad_clip and total_steps from their spec (train_config.h); the
+//! member defaults below serve hand-built configs, and lr has none: it must be set.
 struct OptimConfig {
-  double lr = 3e-4;            //!< peak learning rate
+  double lr = 0;               //!< peak learning rate (required: > 0)
   double min_lr_ratio = 0.1;   //!< cosine floor as a fraction of lr
   int warmup_steps = 0;        //!< linear warm-up steps (optimizer steps, not micro-batches)
   int total_steps = 1000;      //!< steps of the whole schedule; after it lr stays at the floor

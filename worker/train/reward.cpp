@@ -7,16 +7,9 @@
 
 namespace kforge::train {
 
-namespace {
-constexpr const char* kOutcomeNames[kOutcomeCount] = {"format_error",  "rule_violation", "compile_error", "runtime_error",
-                                                      "timeout",       "wrong_output",   "correct"};
-}  // namespace
-
-const char* outcome_name(Outcome outcome) { return kOutcomeNames[static_cast<int>(outcome)]; }
-
 std::optional<Outcome> outcome_from_name(const std::string& name) {
   for (int outcome_idx = 0; outcome_idx < kOutcomeCount; ++outcome_idx)
-    if (name == kOutcomeNames[outcome_idx]) return static_cast<Outcome>(outcome_idx);
+    if (name == outcome_name(static_cast<Outcome>(outcome_idx))) return static_cast<Outcome>(outcome_idx);
   return std::nullopt;
 }
 

@@ -1,24 +1,27 @@
 // Reward of one checked kernel candidate (../shared/DESIGN.md "Reward"): 0 for
 // format errors and rule violations, partial credit for compiling and running,
-// 1 for correct plus a capped speed bonus. Tested by tests/worker/train/reward_test.cpp.
+// 1 for correct plus a capped speed bonus. Tested by tests/worker/train/reward_test.cpp
+// (ctest -R train_test).
 #pragma once
 
 #include <optional>
 #include <string>
 
+#include "worker/harness/checker.h"
+
 namespace kforge::train {
 
-//! Harness outcome of one candidate, in the order a candidate gets through the checker.
-enum class Outcome { format_error, rule_violation, compile_error, runtime_error, timeout, wrong_output, correct };
-
-//! The outcome's name as the harness and the database spell it ("wrong_output").
-const char* outcome_name(Outcome outcome);
-
-//! Parses an outcome name; nullopt for an unknown name.
-std::optional<Outcome> outcome_from_name(const std::string& name);
+//! The harness's outcome ladder (worker/harness/checker.h): training counts and rewards
+//! the same enum the checker returns; outcome_name comes with it.
+using Outcome = harness::Outcome;
+using harness::outcome_name;
 
 //! Number of Outcome values (for histograms indexed by outcome).
 constexpr int kOutcomeCount = 7;
+static_assert(static_cast<int>(Outcome::correct) + 1 == kOutcomeCount, "kOutcomeCount must cover harness::Outcome");
+
+//! Parses an outcome name ("wrong_output"); nullopt for an unknown name.
+std::optional<Outcome> outcome_from_name(const std::string& name);
 
 //! True when the candidate compiled (it got at least as far as running).
 bool outcome_compiled(Outcome outcome);

@@ -3,17 +3,12 @@
 // the uninterrupted one would have. Tested by tests/worker/train/sft_trainer_test.cpp.
 #include "worker/train/sft_trainer.h"
 
-#include <ftw.h>
-
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -21,28 +16,12 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/sft_loss.h"
 
 namespace fs = std::filesystem;
 
 namespace kforge::train {
-
-namespace {
-
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }
-
-// Deletes a directory tree (a missing path is fine). POSIX nftw rather than
-// std::filesystem::remove_all: on the GPU host's PyTorch 2.11 build, remove_all of an old
-// checkpoint crashed the trainer with SIGSEGV every time it pruned (seen at steps 1500
-// and 2000 of two runs, always leaving the checkpoint in place).
-void remove_tree(const fs::path& path) {
-  std::error_code ignored;
-  if (!fs::exists(fs::symlink_status(path, ignored))) return;
-  if (nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-    log_warn("train", "could not remove a directory", {{"path", path.string()}, {"error", std::strerror(errno)}});
-}
-
-}  // namespace
 
 std::vector<SftExample> read_sft_jsonl(const std::string& path) {
   std::ifstream file(path);
@@ -90,25 +69,6 @@ std::string SftStepMetrics::to_json() const {
   if (val_loss) j["val_loss"] = *val_loss;
   if (!checkpoint.empty()) j["checkpoint"] = checkpoint;
   return j.dump();
-}
-
-std::string latest_checkpoint(const std::string& out_dir) {
-  std::error_code ec;
-  if (out_dir.empty() || !fs::is_directory(out_dir, ec)) return "";
-  std::string best;
-  long best_step = -1;
-  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("checkpoint-", 0) != 0 || !fs::exists(entry.path() / "trainer_state.json")) continue;
-    char* end = nullptr;
-    long step = std::strtol(name.c_str() + 11, &end, 10);
-    if (*end != '\0') continue;  // checkpoint-12.tmp and the like: unfinished
-    if (step > best_step) {
-      best_step = step;
-      best = entry.path().string();
-    }
-  }
-  return best;
 }
 
 namespace {
@@ -185,34 +145,9 @@ struct SftTrainer::Impl {
   }
 
   std::string write_checkpoint(const std::optional<double>& val_loss) {
-    fs::path final_dir = fs::path(config.out_dir) / ("checkpoint-" + std::to_string(step));
-    fs::path tmp_dir = final_dir;
-    tmp_dir += ".tmp";
-    remove_tree(tmp_dir);
-    fs::create_directories(tmp_dir);
-    policy.save(tmp_dir.string());
-    optimizer->save((tmp_dir / "optimizer.pt").string());
-    nlohmann::json state = {{"step", step}, {"total_steps", total_steps}, {"seed", config.seed}};
+    nlohmann::json state = {{"total_steps", total_steps}, {"seed", config.seed}};
     if (val_loss) state["val_loss"] = *val_loss;
-    std::ofstream((tmp_dir / "trainer_state.json").string()) << state.dump(2) << "\n";
-    // Rename last: a crash mid-write leaves only a .tmp that resume ignores.
-    remove_tree(final_dir);
-    fs::rename(tmp_dir, final_dir);
-    prune_checkpoints();
-    return final_dir.string();
-  }
-
-  void prune_checkpoints() {
-    std::vector<std::pair<long, fs::path>> found;
-    for (const auto& entry : fs::directory_iterator(config.out_dir)) {
-      std::string name = entry.path().filename().string();
-      if (name.rfind("checkpoint-", 0) != 0) continue;
-      char* end = nullptr;
-      long found_step = std::strtol(name.c_str() + 11, &end, 10);
-      if (*end == '\0') found.emplace_back(found_step, entry.path());
-    }
-    std::sort(found.begin(), found.end());
-    for (size_t idx = 0; idx + config.keep_checkpoints < found.size(); ++idx) remove_tree(found[idx].second);
+    return train::write_checkpoint(config.out_dir, step, policy, *optimizer, state, config.keep_checkpoints);
   }
 };
 
@@ -243,9 +178,7 @@ int SftTrainer::resume() {
   if (dir.empty()) return 0;
   impl_->policy.load(dir);
   impl_->optimizer->load((fs::path(dir) / "optimizer.pt").string());
-  std::ifstream state_file((fs::path(dir) / "trainer_state.json").string());
-  nlohmann::json state = nlohmann::json::parse(state_file);
-  impl_->step = state.at("step").get<int>();
+  impl_->step = checkpoint_step(dir);
   impl_->resumed_from = impl_->step;
   log_info("train", "resumed SFT", {{"checkpoint", dir}, {"step", std::to_string(impl_->step)}});
   return impl_->step;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/train/checkpoint.h"
 #include "worker/train/optim.h"
 #include "worker/train/trainable_policy.h"
 
@@ -28,7 +29,8 @@ std::vector<SftExample> read_sft_jsonl(const std::string& path);
 //! Writes examples as JSONL (the format read_sft_jsonl reads).
 void write_sft_jsonl(const std::string& path, const std::vector<SftExample>& examples);
 
-//! Settings of an SFT run.
+//! Settings of an SFT run. Jobs and kforge-train build it from the job spec with
+//! train_config.h's sft_config; the member defaults serve hand-built runs (tests).
 struct SftConfig {
   int epochs = 1;              //!< passes over the training set (ignored when max_steps > 0)
   int max_steps = 0;           //!< optimizer steps; 0 = epochs * ceil(train / batch_size)
@@ -95,8 +97,5 @@ class SftTrainer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-//! Newest checkpoint-<step> directory under out_dir holding trainer_state.json; "" if none.
-std::string latest_checkpoint(const std::string& out_dir);
 
 }  // namespace kforge::train

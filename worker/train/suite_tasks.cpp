@@ -38,20 +38,20 @@ std::vector<SuiteOp> load_suite(const std::string& suite_dir, const std::string&
     if (!split.empty() && op.split != split) continue;
     for (const char* suite_field : {"split", "level", "category"}) doc.erase(suite_field);
     op.spec_json = doc.dump();
-    auto parsed = harness::parse_op_spec(op.spec_json);
-    if (!parsed.ok()) throw std::runtime_error(path.string() + ": " + harness::describe_errors(parsed.errors));
+    auto parsed = spec::parse_op_spec(op.spec_json);
+    if (!parsed.ok()) throw std::runtime_error(path.string() + ": " + spec::describe_errors(parsed.errors));
     op.spec = parsed.spec;
     ops.push_back(std::move(op));
   }
   return ops;
 }
 
-PromptOp prompt_op(const harness::OpSpec& spec, const std::string& target) {
+PromptOp prompt_op(const spec::OpSpec& spec, const std::string& target) {
   PromptOp op;
   op.name = spec.name;
   op.source = spec.source;
   op.target = target;
-  for (const auto& input : spec.inputs) op.inputs.push_back({input.name, harness::dtype_name(input.dtype), input.shape});
+  for (const auto& input : spec.inputs) op.inputs.push_back({input.name, spec::dtype_name(input.dtype), input.shape});
   return op;
 }
 
@@ -61,14 +61,14 @@ std::vector<Task> suite_tasks(const std::vector<SuiteOp>& ops, PromptStyle style
   return tasks;
 }
 
-harness::OpSpec shrink_for_checking(const harness::OpSpec& spec, int64_t max_elements) {
+spec::OpSpec shrink_for_checking(const spec::OpSpec& spec, int64_t max_elements) {
   if (max_elements <= 0) return spec;
   // Without extra shapes probe_shapes scales the main shapes instead of picking an extra set.
-  harness::OpSpec main_only = spec;
+  spec::OpSpec main_only = spec;
   main_only.extra_shapes.clear();
   bool scaled = false;
-  harness::ShapeSet shapes = harness::probe_shapes(main_only, max_elements, scaled);
-  harness::OpSpec out = spec;
+  spec::ShapeSet shapes = harness::probe_shapes(main_only, max_elements, scaled);
+  spec::OpSpec out = spec;
   for (auto& input : out.inputs)
     if (auto found = shapes.find(input.name); found != shapes.end()) input.shape = found->second;
   return out;
@@ -76,11 +76,7 @@ harness::OpSpec shrink_for_checking(const harness::OpSpec& spec, int64_t max_ele
 
 CheckSummary summarize_check(const harness::CheckResult& result) {
   CheckSummary summary;
-  // The two outcome ladders are the same list in the same order (DESIGN.md); map by name
-  // so a reordering on either side fails loudly instead of silently.
-  auto outcome = outcome_from_name(harness::outcome_name(result.outcome));
-  if (!outcome) throw std::logic_error("unknown harness outcome " + harness::outcome_name(result.outcome));
-  summary.outcome = *outcome;
+  summary.outcome = result.outcome;
   summary.speedup = result.speedup;
   summary.suspicious = result.suspicious;
   summary.message = result.message;
@@ -101,8 +97,8 @@ std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task) {
       return checker;
     }
   }
-  auto parsed = harness::parse_op_spec(task.spec);
-  if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + harness::describe_errors(parsed.errors));
+  auto parsed = spec::parse_op_spec(task.spec);
+  if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + spec::describe_errors(parsed.errors));
   std::string error;
   auto checker = harness::Checker::create(shrink_for_checking(parsed.spec, max_check_elements_), options_, error);
   if (!checker) throw std::runtime_error("task " + task.id + ": the op itself fails: " + error);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "worker/harness/checker.h"
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 #include "worker/harness/probe.h"
 #include "worker/train/prompt_template.h"
 #include "worker/train/trainable_policy.h"
@@ -19,7 +19,7 @@ namespace kforge::train {
 
 //! One suite op.
 struct SuiteOp {
-  harness::OpSpec spec;  //!< the op, parsed
+  spec::OpSpec spec;  //!< the op, parsed
   std::string split;     //!< "train" or "heldout"
   int level = 1;         //!< 1 or 2
   std::string category;  //!< e.g. "elementwise"
@@ -31,7 +31,7 @@ struct SuiteOp {
 std::vector<SuiteOp> load_suite(const std::string& suite_dir, const std::string& split = "");
 
 //! The prompt fields of an op for `target`.
-PromptOp prompt_op(const harness::OpSpec& spec, const std::string& target = "opencl");
+PromptOp prompt_op(const spec::OpSpec& spec, const std::string& target = "opencl");
 
 //! Tasks (id = op name, prompt rendered in `style`, spec = op JSON) for the given ops.
 std::vector<Task> suite_tasks(const std::vector<SuiteOp>& ops, PromptStyle style, const std::string& target = "opencl");
@@ -39,7 +39,7 @@ std::vector<Task> suite_tasks(const std::vector<SuiteOp>& ops, PromptStyle style
 //! The op with its main shapes scaled down (consistently, via harness::probe_shapes) so
 //! all inputs together hold at most `max_elements`; extra shapes are kept. 0 = unchanged.
 //! For cheap correctness checks on CPU: speedups measured on a shrunk op are not the op's.
-harness::OpSpec shrink_for_checking(const harness::OpSpec& spec, int64_t max_elements);
+spec::OpSpec shrink_for_checking(const spec::OpSpec& spec, int64_t max_elements);
 
 //! Maps a harness result onto what the reward needs.
 CheckSummary summarize_check(const harness::CheckResult& result);

@@ -1,6 +1,6 @@
-// kforge-train: SFT and GRPO for the policy model and evaluation on the op suite,
-// without a database (GPU hosts, CI, `make train-tiny`). Subcommands:
-//   dataset | sft | grpo | eval   (kforge-train --help lists the flags; docs/training.md)
+// kforge-train: SFT, GRPO and evaluation without a database (GPU hosts, CI); only wiring:
+// flags from train_cli.h, configs from train_config.h. `kforge-train <command> --help`.
+// Docs: docs/training.md. Test: ctest -R spec_agreement_test.
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +20,8 @@
 #include "worker/train/model_policy.h"
 #include "worker/train/sft_trainer.h"
 #include "worker/train/suite_tasks.h"
+#include "worker/train/train_cli.h"
+#include "worker/train/train_config.h"
 
 namespace fs = std::filesystem;
 using namespace kforge::train;
@@ -33,23 +35,6 @@ void progress_bar(const std::string& label, int done, int total, const std::stri
                std::string(width - filled, '.').c_str(), done, total, extra.c_str());
   if (done == total) std::fprintf(stderr, "\n");
   std::fflush(stderr);
-}
-
-kforge::harness::CheckOptions check_options(const kforge::Flags& flags) {
-  kforge::harness::CheckOptions options;
-  options.trials = flags.get_int("trials");
-  options.time = !flags.get_bool("no-time");
-  options.time_budget_s = flags.get_double("time-budget-s");
-  return options;
-}
-
-SamplingConfig sampling(const kforge::Flags& flags, PromptStyle style) {
-  SamplingConfig config;
-  config.temperature = flags.get_double("temperature");
-  config.top_p = flags.get_double("top-p");
-  config.max_new_tokens = flags.get_int("max-new-tokens");
-  config.stop = prompt_stop_strings(style);
-  return config;
 }
 
 PromptStyle style_of(const kforge::Flags& flags) {
@@ -77,12 +62,9 @@ std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard
 }
 
 int dataset_command(const kforge::Flags& flags) {
-  auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops")), flags.get("shard"));
-  DatasetOptions options;
-  options.max_variants_per_op = flags.get_int("variants");
-  options.style = style_of(flags);
-  options.check = check_options(flags);
-  options.max_check_elements = flags.get_int("max-check-elements");
+  kforge::spec::SftArgs args = sft_args(flags);
+  auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops), flags.get("shard"));
+  DatasetOptions options = dataset_options(args, style_of(flags), flags.get_double("time-budget-s"));
   DatasetStats stats;
   auto records = build_sft_dataset(ops, options, &stats, [](int done, int total) { progress_bar("dataset", done, total, ""); });
   write_dataset_jsonl(flags.get("out"), records);
@@ -95,6 +77,7 @@ int dataset_command(const kforge::Flags& flags) {
 }
 
 int sft_command(const kforge::Flags& flags) {
+  kforge::spec::SftArgs args = sft_args(flags);
   auto pairs = read_sft_jsonl(flags.get("data"));
   // Validation: pairs of every tenth op (by name order) are held out of training.
   std::vector<SftExample> train, validation;
@@ -116,21 +99,11 @@ int sft_command(const kforge::Flags& flags) {
   } else {
     std::vector<std::string> corpus;
     for (const auto& pair : pairs) corpus.push_back(pair.prompt + pair.completion);
-    TinyModelOptions tiny{flags.get("preset"), flags.get_int("vocab-size"), static_cast<uint64_t>(flags.get_int("seed")),
-                          flags.get("device")};
+    TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, flags.get("device")};
     policy = bootstrap_tiny_model(corpus, tiny);
   }
-  SftConfig config;
-  config.max_steps = flags.get_int("steps");
-  config.batch_size = flags.get_int("batch");
-  config.micro_batch = flags.get_int("micro-batch");
-  config.max_tokens = flags.get_int("max-tokens");
-  config.eval_every = flags.get_int("eval-every");
-  config.checkpoint_every = flags.get_int("checkpoint-every");
+  SftConfig config = sft_config(args);
   config.out_dir = flags.get("out-dir");
-  config.seed = flags.get_int("seed");
-  config.optim.lr = flags.get_double("lr");
-  config.optim.warmup_steps = flags.get_int("warmup");
   fs::create_directories(config.out_dir);
   SftTrainer trainer(*policy, train, validation, config);
   int resumed = trainer.resume();
@@ -152,24 +125,20 @@ int sft_command(const kforge::Flags& flags) {
 }
 
 int eval_command(const kforge::Flags& flags) {
+  kforge::spec::EvaluateArgs args = evaluate_args(flags);
   PromptStyle style = style_of(flags);
-  auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), flags.get_int("limit-ops"));
+  auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), args.check.limit_ops);
   auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
   // --serial-timing: verify every sample in parallel untimed, then time the correct ones
   // one at a time with nothing else running (evaluate.h).
-  kforge::harness::CheckOptions options = check_options(flags);
+  kforge::harness::CheckOptions options = check_options(args.check, flags.get_double("time-budget-s"));
   bool serial_timing = flags.get_bool("serial-timing") && options.time;
   kforge::harness::CheckOptions verify_options = options;
   if (serial_timing) verify_options.time = false;
-  HarnessChecker checker(verify_options, flags.get_int("max-check-elements"));
-  HarnessChecker timing_checker(options, flags.get_int("max-check-elements"));
-  EvalConfig config;
+  HarnessChecker checker(verify_options, args.check.max_check_elements);
+  HarnessChecker timing_checker(options, args.check.max_check_elements);
+  EvalConfig config = eval_config(args, style);
   if (serial_timing) config.timing_checker = &timing_checker;
-  config.samples_per_op = flags.get_int("samples");
-  config.k = flags.get_int("k");
-  config.check_threads = flags.get_int("check-threads");
-  config.seed = flags.get_int("seed");
-  config.sampling = sampling(flags, style);
   std::vector<OpSamples> raw;
   EvalSummary summary = evaluate_policy(*policy, suite_tasks(ops, style), checker, config, &raw);
   Json out = Json::parse(eval_summary_to_json(summary));
@@ -197,27 +166,15 @@ int eval_command(const kforge::Flags& flags) {
 }
 
 int grpo_command(const kforge::Flags& flags) {
+  kforge::spec::GrpoArgs args = grpo_args(flags);
   PromptStyle style = style_of(flags);
-  auto ops = first_n(load_suite(flags.get("suite"), "train"), flags.get_int("limit-ops"));
+  auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
   std::vector<Task> tasks = suite_tasks(ops, style);
   auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"});
   std::unique_ptr<ModelPolicy> reference;
-  GrpoConfig config;
-  config.group_size = flags.get_int("group");
-  config.tasks_per_step = flags.get_int("tasks-per-step");
-  config.steps = flags.get_int("steps");
-  config.micro_batch = flags.get_int("micro-batch");
-  config.check_threads = flags.get_int("check-threads");
-  config.seed = flags.get_int("seed");
-  config.sampling = sampling(flags, style);
-  config.loss.kl_beta = flags.get_double("kl-beta");
-  config.overlong_buffer_tokens = flags.get_int("overlong-buffer");
-  config.optim.lr = flags.get_double("lr");
-  config.optim.warmup_steps = flags.get_int("warmup");
-  config.optim.total_steps = config.steps;
-  config.optim.weight_decay = 0.0;
+  GrpoConfig config = grpo_config(args, style);
   if (config.loss.kl_beta > 0) reference = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
-  HarnessChecker checker(check_options(flags), flags.get_int("max-check-elements"));
+  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
   fs::create_directories(out_dir);
@@ -237,6 +194,9 @@ int grpo_command(const kforge::Flags& flags) {
     std::snprintf(extra, sizeof extra, "reward %.3f correct %.2f kept %d/%d", m.reward_mean, m.correct_rate, m.groups_kept,
                   m.groups_kept + m.groups_dropped);
     progress_bar("grpo", step_idx + 1, config.steps, extra);
+    int step = step_idx + 1;
+    if (args.checkpoint_every > 0 && step % args.checkpoint_every == 0 && step < config.steps)
+      write_checkpoint(out_dir, step, *policy, trainer.optimizer(), Json{{"method", "grpo"}}, /*keep=*/2);
   }
   std::string final_dir = out_dir + "/final";
   fs::create_directories(final_dir);
@@ -245,69 +205,52 @@ int grpo_command(const kforge::Flags& flags) {
   return 0;
 }
 
+// The commands and how to see their flags.
+std::string general_usage() {
+  std::string out = "usage: kforge-train <command> [flags]\nSFT, GRPO and evaluation without a database\n\ncommands:\n";
+  for (const auto& command : train_commands()) out += "  " + command + "\n";
+  return out + "\n`kforge-train <command> --help` lists the command's flags and their defaults.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  kforge::Flags flags({
-      {"suite", "KFORGE_SUITE_DIR", "suite", "op suite directory"},
-      {"split", "", "heldout", "eval: suite split (train, heldout)"},
-      {"limit-ops", "", "0", "use only the first N ops (0 = all)"},
-      {"template", "", "kforge-tiny", "prompt template: kforge-tiny or chatml"},
-      {"out", "", "", "dataset: JSONL path; eval: JSON path"},
-      {"out-dir", "", "var/train", "sft/grpo: checkpoints and metrics.jsonl"},
-      {"data", "", "", "sft: JSONL of prompt/completion pairs"},
-      {"init", "", "", "sft: start from this HF directory instead of bootstrapping kforge-tiny"},
-      {"model", "", "", "grpo/eval: HF model directory"},
-      {"preset", "", "kforge-tiny", "sft bootstrap preset (kforge-tiny, kforge-micro, kforge-20m...)"},
-      {"vocab-size", "", "4096", "sft bootstrap BPE vocabulary"},
-      {"device", "KFORGE_TRAIN_DEVICE", "cpu", "cpu or cuda"},
-      {"variants", "", "4", "dataset: teacher schedules per op"},
-      {"shard", "", "", "dataset: K/N, only ops K, K+N, ... (run N processes, concatenate)"},
-      {"trials", "", "3", "harness correctness trials"},
-      {"no-time", "", "false", "skip harness timing (speedup 0)", true},
-      {"time-budget-s", "", "0.3", "harness timing budget per side"},
-      {"serial-timing", "", "false", "eval: verify in parallel, then time correct kernels one at a time", true},
-      {"samples-out", "", "", "eval: JSONL of every sample (op, outcome, harness message, completion)"},
-      {"max-check-elements", "", "0", "check on main shapes shrunk to this many input elements (0 = full shapes)"},
-      {"steps", "", "100", "optimizer steps"},
-      {"batch", "", "8", "sft: sequences per step"},
-      {"micro-batch", "", "4", "sequences per forward"},
-      {"max-tokens", "", "1536", "sft: longest prompt + completion"},
-      {"eval-every", "", "25", "sft: validation loss every N steps"},
-      {"checkpoint-every", "", "50", "sft: checkpoint every N steps"},
-      {"lr", "", "1e-3", "peak learning rate"},
-      {"warmup", "", "10", "warm-up steps"},
-      {"seed", "", "0", "seed"},
-      {"group", "", "8", "grpo: samples per op"},
-      {"tasks-per-step", "", "4", "grpo: ops per step"},
-      {"kl-beta", "", "0", "grpo: k3 KL weight (needs a reference copy)"},
-      {"overlong-buffer", "", "0", "grpo: soft overlong penalty window (tokens)"},
-      {"check-threads", "", "2", "checks at once"},
-      {"samples", "", "4", "eval: samples per op"},
-      {"k", "", "4", "eval: pass@k"},
-      {"temperature", "", "0.8", "sampling temperature"},
-      {"top-p", "", "0.95", "sampling top-p"},
-      {"max-new-tokens", "", "768", "completion limit"},
-      {"log-level", "KFORGE_LOG_LEVEL", "warn", "debug, info, warn or error"},
-  });
-  if (auto error = flags.parse(argc, argv)) {
-    std::cerr << "kforge-train: " << *error << "\n";
+  const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+  if (!command_kind(command)) {
+    bool help = argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+    if (!command.empty()) std::cerr << "kforge-train: unknown command '" << command << "' (dataset, sft, grpo, eval)\n";
+    (help ? std::cout : std::cerr) << general_usage();
+    return help ? 0 : 2;
+  }
+  kforge::Flags flags(command_flags(command));
+  if (auto error = flags.parse(argc, argv, 2)) {
+    std::cerr << "kforge-train " << command << ": " << *error << "\n";
     return 2;
   }
-  if (flags.help_requested() || flags.positional().empty()) {
-    std::cout << flags.usage("kforge-train dataset|sft|grpo|eval", "SFT, GRPO and evaluation without a database");
-    return flags.help_requested() ? 0 : 2;
+  if (flags.help_requested()) {
+    std::cout << flags.usage("kforge-train " + command, "job fields take their defaults and ranges from spec/job_spec.h");
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    std::cerr << "kforge-train " << command << ": unexpected argument '" << flags.positional()[0] << "'\n";
+    return 2;
   }
   kforge::log_set_level(flags.get("log-level"));
-  const std::string command = flags.positional()[0];
+  try {
+    // Flags that break a field's range fail here, before any model or suite is loaded.
+    if (command == "dataset" || command == "sft") sft_args(flags);
+    if (command == "grpo") grpo_args(flags);
+    if (command == "eval") evaluate_args(flags);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "kforge-train " << command << ": " << e.what() << "\n";
+    return 2;
+  }
   try {
     at::manual_seed(flags.get_int("seed"));
     if (command == "dataset") return dataset_command(flags);
     if (command == "sft") return sft_command(flags);
     if (command == "grpo") return grpo_command(flags);
-    if (command == "eval") return eval_command(flags);
-    std::cerr << "kforge-train: unknown command '" << command << "' (dataset, sft, grpo, eval)\n";
-    return 2;
+    return eval_command(flags);
   } catch (const std::exception& e) {
     std::cerr << "kforge-train " << command << ": " << e.what() << "\n";
     return 1;

@@ -10,18 +10,18 @@ using namespace kforge;
 
 namespace {
 
-harness::OpSpec small_op(const std::string& source, const std::vector<int64_t>& shape) {
-  harness::OpSpec spec;
+spec::OpSpec small_op(const std::string& source, const std::vector<int64_t>& shape) {
+  spec::OpSpec spec;
   spec.name = "small";
   spec.source = source;
   for (const char* name : {"x", "y"}) {
-    harness::InputSpec in;
+    spec::InputSpec in;
     in.name = name;
     in.shape = shape;
     spec.inputs.push_back(in);
     if (source.find("y: Tensor") == std::string::npos) break;
   }
-  harness::ShapeSet odd;
+  spec::ShapeSet odd;
   for (const auto& in : spec.inputs) odd[in.name] = {7, 33};
   spec.extra_shapes.push_back(odd);
   return spec;

@@ -127,10 +127,10 @@ TEST(CodegenLower, UnsupportedOpsSayWhy) {
                  Case{"return torch.argmax(x)", "over all elements (no dim)"},
                  Case{"return torch.argmax(x, 1) + 1", "argmax / argmin result used as data"},
                  Case{"return torch.sum(x, [0, 1, 2])", "reduction dim 2 out of range"}}) {
-    harness::OpSpec spec;
+    spec::OpSpec spec;
     spec.name = "unsupported";
     spec.source = std::string("def forward(x: Tensor) -> Tensor:\n    ") + c.source + "\n";
-    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    spec.inputs.push_back({"x", {8, 16}, spec::DType::float32, {spec::DistKind::normal, 0, 1}});
     auto analysis = codegen::analyze(spec);
     EXPECT_FALSE(analysis.ok()) << c.source;
     EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.source << ": " << analysis.unsupported;
@@ -185,10 +185,10 @@ TEST(CodegenLower, CumsumIsAScanStage) {
   ASSERT_TRUE(dim0.ok()) << dim0.unsupported;
   EXPECT_TRUE(contains(dim0.program, "[base + r * lines]")) << "strided along dim 0\n" << dim0.program;
   // A computed operand is materialised first; what follows the scan is its own stage.
-  harness::OpSpec spec;
+  spec::OpSpec spec;
   spec.name = "scan_chain";
   spec.source = "def forward(x: Tensor) -> Tensor:\n    return torch.relu(torch.cumsum(x * 2.0, 1))\n";
-  spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+  spec.inputs.push_back({"x", {8, 16}, spec::DType::float32, {spec::DistKind::normal, 0, 1}});
   auto chain = codegen::analyze(spec);
   ASSERT_TRUE(chain.ok()) << chain.unsupported;
   EXPECT_EQ(chain.describe(), "pointwise+scan+pointwise");
@@ -211,11 +211,11 @@ TEST(CodegenLower, GathersReadIntegerIndicesOnce) {
 }
 
 TEST(CodegenLower, IntegerInputsAreOnlyIndices) {
-  harness::OpSpec spec;
+  spec::OpSpec spec;
   spec.name = "int_math";
   spec.source = "def forward(x: Tensor, idx: Tensor) -> Tensor:\n    return x + idx\n";
-  spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
-  spec.inputs.push_back({"idx", {8, 16}, harness::DType::int64, {harness::DistKind::randint, 0, 4}});
+  spec.inputs.push_back({"x", {8, 16}, spec::DType::float32, {spec::DistKind::normal, 0, 1}});
+  spec.inputs.push_back({"idx", {8, 16}, spec::DType::int64, {spec::DistKind::randint, 0, 4}});
   auto analysis = codegen::analyze(spec);
   EXPECT_FALSE(analysis.ok());
   EXPECT_TRUE(contains(analysis.unsupported, "'idx' is an integer tensor")) << analysis.unsupported;
@@ -224,10 +224,10 @@ TEST(CodegenLower, IntegerInputsAreOnlyIndices) {
 TEST(CodegenLower, FlipOrCatInsideAReductionSaysWhy) {
   for (const char* source : {"def forward(x: Tensor) -> Tensor:\n    return torch.sum(torch.flip(x, [1]), 1)\n",
                              "def forward(x: Tensor) -> Tensor:\n    return torch.amax(torch.cat([x, x], 1), 1)\n"}) {
-    harness::OpSpec spec;
+    spec::OpSpec spec;
     spec.name = "remap_reduce";
     spec.source = source;
-    spec.inputs.push_back({"x", {8, 16}, harness::DType::float32, {harness::DistKind::normal, 0, 1}});
+    spec.inputs.push_back({"x", {8, 16}, spec::DType::float32, {spec::DistKind::normal, 0, 1}});
     auto analysis = codegen::analyze(spec);
     EXPECT_FALSE(analysis.ok()) << source;
     EXPECT_TRUE(contains(analysis.unsupported, "inside a reduction region")) << analysis.unsupported;

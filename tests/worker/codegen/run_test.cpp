@@ -19,7 +19,7 @@ namespace {
 
 // The op with its first extra shape set as the main shapes and the rest as extra
 // shapes: the full Checker protocol on odd sizes, small enough for a suite-wide test.
-harness::OpSpec on_odd_shapes(harness::OpSpec spec) {
+spec::OpSpec on_odd_shapes(spec::OpSpec spec) {
   if (spec.extra_shapes.empty()) return spec;
   for (auto& input : spec.inputs) {
     auto found = spec.extra_shapes.front().find(input.name);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
 namespace kforge::testing {
 
@@ -24,17 +24,17 @@ inline std::vector<std::filesystem::path> suite_files() {
 }
 
 //! The op spec in `path` (test fails if it does not parse).
-inline harness::OpSpec load_op_file(const std::filesystem::path& path) {
+inline spec::OpSpec load_op_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = harness::parse_op_spec(text.str());
-  EXPECT_TRUE(parsed.ok()) << path << ": " << harness::describe_errors(parsed.errors);
+  auto parsed = spec::parse_op_spec(text.str());
+  EXPECT_TRUE(parsed.ok()) << path << ": " << spec::describe_errors(parsed.errors);
   return parsed.spec;
 }
 
 //! The suite op called `name` (level 1 or 2).
-inline harness::OpSpec suite_op(const std::string& name) {
+inline spec::OpSpec suite_op(const std::string& name) {
   for (const auto& path : suite_files())
     if (path.stem() == name) return load_op_file(path);
   ADD_FAILURE() << "no suite op " << name;

@@ -9,6 +9,7 @@
 #include "tests/worker/harness/harness_fixtures.h"
 
 using namespace kforge::harness;
+using namespace kforge::spec;
 using namespace kforge::harness::testing;
 
 TEST(Checker, ElementwiseSiluMulIsCorrectAndTimed) {

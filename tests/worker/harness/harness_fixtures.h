@@ -9,6 +9,12 @@
 
 namespace kforge::harness::testing {
 
+using spec::Dist;
+using spec::DistKind;
+using spec::DType;
+using spec::InputSpec;
+using spec::OpSpec;
+
 #define REQUIRE_OPENCL()                                                                           \
   if (::kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device on this host (install pocl-opencl-icd)"
 

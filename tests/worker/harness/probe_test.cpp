@@ -6,6 +6,7 @@
 #include "worker/harness/probe.h"
 
 using namespace kforge::harness;
+using namespace kforge::spec;
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/harness/program.h"
+#include "worker/harness/rules.h"
 
 using namespace kforge::harness;
 
@@ -147,4 +148,41 @@ TEST(Program, ParametersOnTheirOwnLinesHaveCleanTypes) {
   EXPECT_EQ(params[2].type, "const int");
   EXPECT_EQ(params[2].name, "n");
   EXPECT_EQ(params[1].type.find('\n'), std::string::npos);
+}
+
+TEST(Program, CudaKernelsAreTheCudaDialectWithGlobalPointers) {
+  auto parsed = parse_program(R"(// kforge-launch: silu_mul grid=cdiv(numel(x),256) block=256 args=x,y,out,numel(x)
+extern "C" __global__ void silu_mul(const float* __restrict__ x, const float* y,
+                                    float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { float v = x[i]; out[i] = v / (1.0f + __expf(-v)) * y[i]; }
+}
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_EQ(parsed.program.dialect, Dialect::cuda);
+  ASSERT_EQ(parsed.program.kernels.size(), 1u);
+  const auto& params = parsed.program.kernels[0].params;
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_TRUE(params[0].is_global && params[0].is_const && params[0].is_pointer);
+  EXPECT_TRUE(params[2].is_global && !params[2].is_const);
+  EXPECT_FALSE(params[3].is_pointer);
+  EXPECT_EQ(parse_program(kSiluMul).program.dialect, Dialect::opencl);
+  BufferNames names;
+  names.inputs = {"x", "y"};
+  auto violation = check_static_rules(parsed.program, names);
+  EXPECT_FALSE(violation) << "a correct cuda program passes the static rules: " << violation->message;
+}
+
+TEST(Program, CudaClocksAndDeviceMallocAreForbidden) {
+  for (const std::string call : {"clock64()", "clock()", "__nanosleep(100)", "malloc(16)"}) {
+    std::string text = "// kforge-launch: k grid=1 block=32 args=x,out\n"
+                       "__global__ void k(const float* x, float* out) {\n  auto t = " + call + ";\n  out[0] = x[0];\n}\n";
+    auto parsed = parse_program(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    BufferNames names;
+    names.inputs = {"x"};
+    auto violation = check_static_rules(parsed.program, names);
+    ASSERT_TRUE(violation) << call;
+    EXPECT_EQ(violation->rule, "forbidden_construct") << call;
+  }
 }

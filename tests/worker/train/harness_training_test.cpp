@@ -25,8 +25,8 @@ const char* kReluJson = R"({"name": "relu_small",
   "tolerance": {"atol": 1e-5, "rtol": 1e-5}})";
 
 SuiteOp relu_op() {
-  auto parsed = kforge::harness::parse_op_spec(kReluJson);
-  EXPECT_TRUE(parsed.ok()) << kforge::harness::describe_errors(parsed.errors);
+  auto parsed = kforge::spec::parse_op_spec(kReluJson);
+  EXPECT_TRUE(parsed.ok()) << kforge::spec::describe_errors(parsed.errors);
   return {parsed.spec, "train", 1, "elementwise", kReluJson};
 }
 

@@ -3,6 +3,7 @@
 // SFT on templated op/kernel pairs lowers the loss, writes HF checkpoints that load
 // back identically and resume. Run: build/bin/train_model_test (label slow)
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>  // c10::NoGradGuard (at::NoGradGuard is gone in torch 2.11)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -51,7 +52,7 @@ class ContainsTokenChecker : public Checker {
 };
 
 double first_token_prob(const ModelPolicy& policy, const std::vector<int64_t>& prompt, int64_t token) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor ids = at::tensor(prompt, at::kLong).unsqueeze(0);
   return at::softmax(policy.model().forward(ids, nullptr, true).squeeze(), -1)[token].item<double>();
 }
@@ -139,7 +140,7 @@ TEST(RealModelSft, LossFallsCheckpointsLoadBackAndResume) {
   auto reloaded = ModelPolicy::from_dir(last.string());
   std::vector<std::vector<int64_t>> prompts = {policy->encode(pairs[0].prompt)};
   std::vector<std::vector<int64_t>> completions = {policy->encode(pairs[0].completion)};
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   EXPECT_TRUE(at::allclose(policy->score(prompts, completions).logprobs,
                            reloaded->score(prompts, completions).logprobs, 1e-5, 1e-6));
   EXPECT_EQ(reloaded->encode(pairs[1].prompt), policy->encode(pairs[1].prompt)) << "tokenizer.json round-trips";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>  // c10::NoGradGuard (at::NoGradGuard is gone in torch 2.11)
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <fstream>
@@ -42,7 +43,7 @@ class TinyBigramPolicy : public TrainablePolicy {
 
   std::vector<Completion> sample(const std::vector<int64_t>& prompt, int count, const SamplingConfig& config,
                                  uint64_t seed) override {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     std::vector<Completion> out(count);
     at::Tensor logp_table = at::log_softmax(table.detach() / config.temperature, -1);
@@ -97,13 +98,13 @@ class TinyBigramPolicy : public TrainablePolicy {
     std::ifstream file(dir + "/table.bin", std::ios::binary);
     file.read(reinterpret_cast<char*>(flat.data_ptr<float>()), flat.numel() * sizeof(float));
     if (!file) throw std::runtime_error("cannot read " + dir + "/table.bin");
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     table.copy_(flat);
   }
 
   //! Mean over contexts of the probability of emitting `token` next.
   double mean_prob(int64_t token) const {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     return at::softmax(table, -1).select(1, token).mean().item<double>();
   }
 };

@@ -1,6 +1,7 @@
 // The op a user submits (TorchScript source, named inputs with shapes, dtypes and
-// distributions, extra shapes, tolerance), parsed once at the edge into structs.
-// Test: ctest -R harness_op_spec. Format: docs/harness.md "Op format".
+// distributions, extra shapes, tolerance), parsed once at the edge into structs: the
+// contract between the API (validation) and the harness (checking). Format: docs/harness.md
+// "Op format". Test: ctest -R spec_op_spec_test.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,9 @@
 #include <variant>
 #include <vector>
 
-namespace kforge::harness {
+#include "spec/field.h"
+
+namespace kforge::spec {
 
 //! Element types an op input or output may have.
 enum class DType { float32, float16, bfloat16, int32, int64, boolean };
@@ -57,12 +60,6 @@ struct OpSpec {
   ShapeSet main_shapes() const;
 };
 
-//! One problem found while parsing: which field ("inputs[1].shape") and what is wrong.
-struct FieldError {
-  std::string field;
-  std::string message;
-};
-
 //! The result of parse_op_spec: a spec, or every field error found.
 struct OpSpecParse {
   bool ok() const { return errors.empty(); }
@@ -76,12 +73,9 @@ OpSpecParse parse_op_spec(const std::string& json);
 //! Serialises a spec back to the same JSON form (canonical: stable key order).
 std::string op_spec_to_json(const OpSpec& spec);
 
-//! "field: message; field: message" for logs and error replies.
-std::string describe_errors(const std::vector<FieldError>& errors);
-
 //! Number of elements of a shape (1 for an empty shape).
 int64_t shape_numel(const std::vector<int64_t>& shape);
 //! "[4096, 4096]"
 std::string shape_to_string(const std::vector<int64_t>& shape);
 
-}  // namespace kforge::harness
+}  // namespace kforge::spec

@@ -1,7 +1,7 @@
 // The harness result cache on a real PostgreSQL (check_results, migration 004): two
 // Checkers (two jobs) share it, so the second checks nothing; outcomes that may be the
 // machine's fault are not stored; options that change a verdict change the key.
-// Run: scripts/test.sh build -R harness_result_store (needs KFORGE_TEST_DATABASE_URL).
+// Run: scripts/test.sh build -R jobs_result_store_db_test (needs KFORGE_TEST_DATABASE_URL).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,10 +9,11 @@
 #include "db/connection.h"
 #include "tests/support/test_db.h"
 #include "tests/worker/harness/harness_fixtures.h"
-#include "worker/harness/result_store_db.h"
+#include "worker/jobs/result_store_db.h"
 
 using namespace kforge::harness;
 using namespace kforge::harness::testing;
+using kforge::jobs::make_db_result_store;
 
 namespace {
 

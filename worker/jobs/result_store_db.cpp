@@ -1,16 +1,18 @@
 // DbResultStore: CheckOptions::result_store on the check_results table. A database
 // error is logged once per store and treated as a miss (checking goes on without the
-// cache). Test: ctest -R harness_result_store.
-#include "worker/harness/result_store_db.h"
+// cache). Test: ctest -R jobs_result_store_db_test.
+#include "worker/jobs/result_store_db.h"
 
 #include <iostream>
 
 #include "db/check_results.h"
 
-namespace kforge::harness {
+namespace kforge::jobs {
+
+using harness::CheckResult;
 namespace {
 
-class DbResultStore : public ResultStore {
+class DbResultStore : public harness::ResultStore {
  public:
   explicit DbResultStore(pqxx::connection& conn) : conn_(conn) {}
 
@@ -28,7 +30,7 @@ class DbResultStore : public ResultStore {
     row.store_key = key;
     row.program_sha256 = result.program_hash;
     row.device = result.environment.device;
-    row.outcome = outcome_name(result.outcome);
+    row.outcome = harness::outcome_name(result.outcome);
     row.result_json = result.to_json();
     try {
       db::check_result_put(conn_, row);
@@ -50,8 +52,8 @@ class DbResultStore : public ResultStore {
 
 }  // namespace
 
-std::shared_ptr<ResultStore> make_db_result_store(pqxx::connection& conn) {
+std::shared_ptr<harness::ResultStore> make_db_result_store(pqxx::connection& conn) {
   return std::make_shared<DbResultStore>(conn);
 }
 
-}  // namespace kforge::harness
+}  // namespace kforge::jobs

@@ -1,10 +1,10 @@
 // parse_op_spec: valid ops parse into structs; each kind of bad field is reported
-// by name. Run: ctest -R harness_op_spec.
+// by name. Run: ctest -R spec_op_spec_test.
 #include <gtest/gtest.h>
 
-#include "worker/harness/op_spec.h"
+#include "spec/op_spec.h"
 
-using namespace kforge::harness;
+using namespace kforge::spec;
 
 namespace {
 

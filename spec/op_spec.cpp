@@ -1,13 +1,12 @@
 // Parses and validates the op JSON into OpSpec; JSON stops here (structs inward).
-// Test: ctest -R harness_op_spec.
-#include "worker/harness/op_spec.h"
+// Test: ctest -R spec_op_spec_test.
+#include "spec/op_spec.h"
 
 #include <nlohmann/json.hpp>
 
 #include <set>
-#include <sstream>
 
-namespace kforge::harness {
+namespace kforge::spec {
 namespace {
 
 using nlohmann::json;
@@ -318,14 +317,4 @@ std::string op_spec_to_json(const OpSpec& spec) {
   return root.dump();
 }
 
-std::string describe_errors(const std::vector<FieldError>& errors) {
-  std::ostringstream out;
-  for (size_t error_idx = 0; error_idx < errors.size(); ++error_idx) {
-    if (error_idx) out << "; ";
-    if (!errors[error_idx].field.empty()) out << errors[error_idx].field << ": ";
-    out << errors[error_idx].message;
-  }
-  return out.str();
-}
-
-}  // namespace kforge::harness
+}  // namespace kforge::spec

@@ -1,0 +1,82 @@
+# Checks teacher kernels for suite ops on a GPU host through the real harness
+# (`kforge-worker check ... --target T --device D`): the teacher's OpenCL schedules on
+# NVIDIA's OpenCL platform, and where a source of the other targets is given (files
+# named OP.cu / OP.py in --programs), those too. Writes one row per (op, target) with
+# the outcome, message and speedups.
+# Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2]
+import argparse
+import glob
+import json
+import os
+import subprocess
+import time
+
+
+def run(cmd, timeout=600):
+    started = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr, time.time() - started
+
+
+def check(bin_dir, op_path, program_path, target, device, extra):
+    cmd = [f"{bin_dir}/kforge-worker", "check", op_path, program_path, "--device", device] + extra
+    if target != "opencl":
+        cmd += ["--target", target]
+    rc, out, err, seconds = run(cmd)
+    try:
+        result = json.loads(out)
+    except ValueError:
+        return {"outcome": "harness_failure", "message": (err or out)[-600:], "seconds": seconds}
+    keep = {k: result.get(k) for k in ("outcome", "message", "rule", "speedup", "speedup_vs_eager",
+                                         "speedup_vs_compile", "suspicious", "weak_test")}
+    for side in ("kernel", "baseline", "baseline_compile"):
+        if result.get(side):
+            keep[f"{side}_ms"] = result[side].get("median_ms")
+    keep["device"] = result.get("environment", {}).get("device")
+    keep["seconds"] = round(seconds, 2)
+    return keep
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--suite", default="suite")
+    parser.add_argument("--level", default="2")
+    parser.add_argument("--ops", default="", help="comma-separated op names (default: all of the level)")
+    parser.add_argument("--programs", default="", help="folder with OP.cu / OP.py sources for the cuda / triton targets")
+    parser.add_argument("--schedule", default="0", help="teacher schedule index for opencl")
+    parser.add_argument("--extra", default="--trials 3", help="extra kforge-worker check flags")
+    args = parser.parse_args()
+    wanted = {name for name in args.ops.split(",") if name}
+    ops = sorted(glob.glob(f"{args.suite}/level{args.level}/*.json"))
+    rows = []
+    os.makedirs("var/gpu/programs", exist_ok=True)
+    for op_path in ops:
+        name = os.path.basename(op_path)[:-5]
+        if wanted and name not in wanted:
+            continue
+        rc, program, err, _ = run([f"{args.bin}/kforge-codegen", "emit", op_path, args.schedule])
+        if rc == 0 and program.strip():
+            path = f"var/gpu/programs/{name}.cl"
+            with open(path, "w") as file:
+                file.write(program)
+            rows.append({"op": name, "target": "opencl", **check(args.bin, op_path, path, "opencl", "NVIDIA",
+                                                                   args.extra.split())})
+        else:
+            rows.append({"op": name, "target": "opencl", "outcome": "not_lowered", "message": err[-300:]})
+        for target, ext in (("cuda", "cu"), ("triton", "py")):
+            path = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
+            if path and os.path.exists(path):
+                rows.append({"op": name, "target": target, **check(args.bin, op_path, path, target, "cuda",
+                                                                     args.extra.split())})
+        row = rows[-1]
+        print(f"{row['op']:24s} {row['target']:7s} {row['outcome']:15s} eager x{row.get('speedup_vs_eager') or row.get('speedup') or 0:.2f} "
+              f"compile x{row.get('speedup_vs_compile') or 0:.2f} {(row.get('message') or '')[:80]}", flush=True)
+    with open(args.out, "w") as file:
+        json.dump({"rows": rows, "command": "python3 bench/gpu/check_suite.py " + " ".join(
+            f"--{k} {v}" for k, v in vars(args).items() if v)}, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()

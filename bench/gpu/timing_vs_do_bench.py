@@ -1,0 +1,181 @@
+# Measures kforge's GPU timing protocol against triton.testing.do_bench on the same
+# kernels, side by side in one process run: a Triton add (memory-bound) and a Triton
+# softmax through the Python runner's `time` command, and PyTorch eager and
+# torch.compile through the reference runner; each also timed with do_bench (median).
+# Also repeats one kforge timing several times (spread of the medians).
+# Usage (GPU host): python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out t.json
+import argparse
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import triton
+from triton.testing import do_bench
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+ADD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def forward(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+'''
+
+SOFTMAX = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(out_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+def forward(x, y):
+    out = torch.empty_like(x)
+    rows, cols = x.shape
+    softmax_kernel[(rows,)](x, out, cols, BLOCK=triton.next_power_of_2(cols))
+    return out
+'''
+
+
+def align(value, to):
+    return (value + to - 1) // to * to
+
+
+class Arena:
+    """Two inputs of `shape` per set, `sets` sets, then one output slot per set."""
+
+    def __init__(self, shape, sets):
+        self.shape, n = list(shape), math.prod(shape)
+        self.fd = os.memfd_create("kforge-timing")
+        cursor, self.ins = 0, []
+        rng = np.random.default_rng(0)
+        self.host = []
+        for _ in range(sets):
+            self.ins.append([cursor, cursor + n * 4])
+            cursor += align(2 * n * 4, 64)
+        self.input_region = align(cursor, PAGE)
+        self.outs = [self.input_region + i * align(n * 4, 64) for i in range(sets)]
+        self.total = align(self.outs[-1] + n * 4, PAGE)
+        os.ftruncate(self.fd, self.total)
+        for offsets in self.ins:
+            x = rng.standard_normal(n).astype(np.float32)
+            y = rng.standard_normal(n).astype(np.float32)
+            os.pwrite(self.fd, x.tobytes(), offsets[0])
+            os.pwrite(self.fd, y.tobytes(), offsets[1])
+            self.host.append((torch.from_numpy(x).reshape(shape), torch.from_numpy(y).reshape(shape)))
+
+    def sets(self):
+        return [{"inputs": [{"name": nm, "offset": off, "shape": self.shape, "dtype": "float32"}
+                            for nm, off in zip("xy", ins)],
+                 "outputs": [{"offset": out, "shape": self.shape, "dtype": "float32"}]}
+                for ins, out in zip(self.ins, self.outs)]
+
+
+def runner(path, role, arena):
+    proc = subprocess.Popen([sys.executable, path, "--role", role, "--device", "cuda"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, pass_fds=(3,), preexec_fn=lambda: os.dup2(arena.fd, 3))
+    assert json.loads(proc.stdout.readline())["ready"]
+
+    def send(cmd):
+        proc.stdin.write(json.dumps(cmd) + "\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+    return proc, send
+
+
+def kforge_time(send, arena, mode="eager", seconds=1.0):
+    reply = send({"cmd": "time", "sets": arena.sets(), "mode": mode, "max_seconds": seconds, "target_iqr": 0.01,
+                  "input_region": arena.input_region, "arena_bytes": arena.total})
+    assert reply["ok"], reply
+    return reply
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runner", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    cases = []
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.runner)))
+    for name, source, shape in [("triton_add_16M", ADD, [1 << 24]), ("triton_add_1M", ADD, [1 << 20]),
+                                ("triton_softmax_4096x1024", SOFTMAX, [4096, 1024])]:
+        arena = Arena(shape, sets=4)
+        proc, send = runner(args.runner, "candidate", arena)
+        assert send({"cmd": "build", "source": source})["ok"]
+        medians = [kforge_time(send, arena)["median_ms"] for _ in range(5)]
+        proc.stdin.close()
+        proc.wait()
+        x, y = (t.cuda() for t in arena.host[0])
+        with open(f"/tmp/kforge_timing_{name}.py", "w") as file:
+            file.write(source)
+        spec = importlib.util.spec_from_file_location(f"timing_{name}", f"/tmp/kforge_timing_{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        bench = do_bench(lambda: module.forward(x, y), warmup=100, rep=500, return_mode="median")
+        cases.append(case_row(name, medians, bench))
+    # PyTorch eager and torch.compile through the reference runner (the baselines' path).
+    arena = Arena([4096, 4096], sets=4)
+    proc, send = runner(args.runner, "reference", arena)
+    op = "def forward(x: Tensor, y: Tensor) -> Tensor:\n    return torch.sigmoid(x) * x * y\n"
+    assert send({"cmd": "build", "source": op, "compile": True})["ok"]
+    eager = [kforge_time(send, arena, "eager")["median_ms"] for _ in range(5)]
+    compiled = [kforge_time(send, arena, "compile")["median_ms"] for _ in range(5)]
+    proc.stdin.close()
+    proc.wait()
+    x, y = (t.cuda() for t in arena.host[0])
+    fn = lambda a, b: torch.sigmoid(a) * a * b  # noqa: E731
+    cfn = torch.compile(fn)
+    cfn(x, y)
+    cases.append(case_row("eager_silu_mul_4096", eager, do_bench(lambda: fn(x, y), return_mode="median")))
+    cases.append(case_row("compile_silu_mul_4096", compiled, do_bench(lambda: cfn(x, y), return_mode="median")))
+    result = {
+        "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+        "cases": cases,
+        "timing_vs_do_bench_max_rel_diff": max(abs(c["rel_diff"]) for c in cases),
+        "timing_spread_pct_max": max(c["spread_of_medians_pct"] for c in cases),
+        "command": "python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py",
+    }
+    with open(args.out, "w") as file:
+        json.dump(result, file, indent=1)
+    for c in cases:
+        print(f"{c['case']:28s} kforge {c['kforge_median_ms']:.4f} ms  do_bench {c['do_bench_ms']:.4f} ms  "
+              f"diff {100 * c['rel_diff']:+.1f}%  spread of 5 medians {c['spread_of_medians_pct']:.2f}%")
+    print("max |diff|", round(result["timing_vs_do_bench_max_rel_diff"] * 100, 2), "%")
+
+
+def case_row(name, medians, bench):
+    median = sorted(medians)[len(medians) // 2]
+    return {"case": name, "kforge_medians_ms": medians, "kforge_median_ms": median, "do_bench_ms": bench,
+            "rel_diff": (median - bench) / bench,
+            "spread_of_medians_pct": 100 * (max(medians) - min(medians)) / median}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+// The cuda backend on a real GPU: a launch plan through NVRTC + the driver API computes
+// silu(x) * y like the CPU, guard regions catch writes past a buffer, device events time
+// the launches. Skipped (with the reason) where no CUDA driver or device is present.
+// Test: ctest -R harness_cuda_backend (label gpu; bench/gpu/run_device.sh runs it on the H100).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "worker/harness/cuda_backend.h"
+#include "worker/harness/kernel_backend.h"
+
+namespace kforge::harness {
+namespace {
+
+std::unique_ptr<KernelBackend> backend_or_skip(std::string& why) {
+  try {
+    return make_cuda_backend("");
+  } catch (const std::exception& e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+
+#define REQUIRE_CUDA(backend)                        \
+  std::string why;                                   \
+  auto backend = backend_or_skip(why);               \
+  if (!backend) GTEST_SKIP() << "no CUDA GPU: " << why
+
+LaunchPlan silu_plan(int64_t n, int64_t extra_write) {
+  LaunchPlan plan;
+  plan.buffers = {{"x", PlanBuffer::Role::input, 0, n * 4},
+                  {"y", PlanBuffer::Role::input, 1, n * 4},
+                  {"out", PlanBuffer::Role::output, 0, n * 4}};
+  PlanLaunch launch;
+  launch.kernel = "silu_mul";
+  launch.local[0] = 256;
+  launch.global[0] = (n + 255) / 256 * 256;
+  launch.args = {{PlanArg::Kind::buffer, 0, 0, 0}, {PlanArg::Kind::buffer, 1, 0, 0}, {PlanArg::Kind::buffer, 2, 0, 0},
+                 {PlanArg::Kind::i32, -1, n + extra_write, 0}};
+  plan.launches = {launch};
+  return plan;
+}
+
+const char* kSiluMul = R"(
+extern "C" __global__ void silu_mul(const float* x, const float* y, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { float v = x[i % 1000]; out[i] = v / (1.0f + expf(-v)) * y[i % 1000]; }
+}
+)";
+
+TEST(CudaBackend, ComputesWhatTheCpuComputes) {
+  REQUIRE_CUDA(backend);
+  EXPECT_FALSE(backend->is_cpu());
+  EXPECT_EQ(backend->describe().value("platform", ""), "CUDA");
+  ASSERT_TRUE(backend->build(kSiluMul, "", {"silu_mul"}).ok);
+  const int64_t n = 1000;
+  std::vector<float> x(n), y(n), out(n);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < n; ++i) x[i] = dist(rng), y[i] = dist(rng);
+  LaunchPlan plan = silu_plan(n, 0);
+  auto bx = backend->allocate(n * 4), by = backend->allocate(n * 4), bo = backend->allocate(n * 4);
+  bx->write(x.data());
+  by->write(y.data());
+  bo->fill(0xFF);
+  auto bound = backend->bind(plan, {bx.get(), by.get(), bo.get()});
+  TimingSample sample = backend->launch(*bound);
+  EXPECT_GT(sample.device_ms, 0.0);
+  EXPECT_TRUE(bo->guards_intact());
+  bo->read(out.data());
+  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], x[i] / (1 + std::exp(-x[i])) * y[i], 1e-5) << i;
+}
+
+TEST(CudaBackend, WritePastTheOutputIsCaughtByTheGuard) {
+  REQUIRE_CUDA(backend);
+  ASSERT_TRUE(backend->build(kSiluMul, "", {"silu_mul"}).ok);
+  const int64_t n = 1000;
+  std::vector<float> x(n, 1.0f);
+  LaunchPlan plan = silu_plan(n, 64);  // n + 64 elements written into an n-element output
+  auto bx = backend->allocate(n * 4), by = backend->allocate(n * 4), bo = backend->allocate(n * 4);
+  bx->write(x.data());
+  by->write(x.data());
+  bo->fill(0xFF);
+  auto bound = backend->bind(plan, {bx.get(), by.get(), bo.get()});
+  backend->launch(*bound);
+  EXPECT_FALSE(bo->guards_intact());
+  EXPECT_TRUE(bx->guards_intact());
+}
+
+}  // namespace
+}  // namespace kforge::harness

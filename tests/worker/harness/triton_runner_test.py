@@ -1,0 +1,226 @@
+# Drives worker/harness/runner/kforge_runner.py over its real protocol (memfd arena on
+# fd 3, JSON lines) with the candidates in tests/worker/harness/triton/: a correct add,
+# and adversarial ones that must be refused or caught. Runs in Triton's CPU interpreter
+# here (TRITON_INTERPRET=1) and on the GPU with --device cuda.
+# Usage: ctest -R harness_triton_runner   (or: python3 triton_runner_test.py --device cuda)
+import argparse
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+RUNNER = os.path.join(ROOT, "worker", "harness", "runner", "kforge_runner.py")
+DEVICE = "cpu"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def align(value, to):
+    return (value + to - 1) // to * to
+
+
+class Arena:
+    """x, y inputs for several trials, then one output slot per trial."""
+
+    def __init__(self, trials, n):
+        self.n = n
+        self.fd = os.memfd_create("kforge-test-arena")
+        self.inputs, self.outputs = [], []
+        cursor = 0
+        for _ in range(trials):
+            self.inputs.append([cursor, cursor + n * 4])
+            cursor += align(2 * n * 4, 64)
+        self.input_region = align(cursor, PAGE)
+        cursor = self.input_region
+        for _ in range(trials):
+            self.outputs.append(cursor)
+            cursor += align(n * 4, 64)
+        self.total = align(cursor, PAGE)
+        os.ftruncate(self.fd, self.total)
+        rng = np.random.default_rng(7)
+        self.values = []
+        for offsets in self.inputs:
+            x = rng.standard_normal(n).astype(np.float32)
+            y = rng.standard_normal(n).astype(np.float32)
+            os.pwrite(self.fd, x.tobytes(), offsets[0])
+            os.pwrite(self.fd, y.tobytes(), offsets[1])
+            self.values.append((x, y))
+
+    def specs(self, trial):
+        ins = [{"name": name, "offset": off, "shape": [self.n], "dtype": "float32"}
+               for name, off in zip(("x", "y"), self.inputs[trial])]
+        outs = [{"offset": self.outputs[trial], "shape": [self.n], "dtype": "float32"}]
+        return ins, outs
+
+    def output(self, trial):
+        return np.frombuffer(os.pread(self.fd, self.n * 4, self.outputs[trial]), dtype=np.float32)
+
+    def expected(self, trial):
+        x, y = self.values[trial]
+        return x + y
+
+
+class Runner:
+    def __init__(self, arena, role="candidate"):
+        env = dict(os.environ)
+        if DEVICE == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        self.proc = subprocess.Popen([sys.executable, RUNNER, "--role", role, "--device", DEVICE], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                     pass_fds=(3,), preexec_fn=lambda: os.dup2(arena.fd, 3))
+        self.arena = arena
+        self.ready = json.loads(self.proc.stdout.readline())
+
+    def send(self, cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError("runner died: " + self.proc.stderr.read()[-2000:])
+        return json.loads(line)
+
+    def build(self, name):
+        with open(os.path.join(HERE, "triton", name)) as file:
+            return self.send({"cmd": "build", "source": file.read()})
+
+    def run(self, trial):
+        ins, outs = self.arena.specs(trial)
+        return self.send({"cmd": "run", "inputs": ins, "outputs": outs, "input_region": self.arena.input_region,
+                          "arena_bytes": self.arena.total})
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class TritonRunnerTest(unittest.TestCase):
+    def setUp(self):
+        self.arena = Arena(trials=3, n=1000)
+        self.runner = Runner(self.arena)
+        self.assertTrue(self.runner.ready.get("ready"), self.runner.ready)
+
+    def tearDown(self):
+        self.runner.close()
+        os.close(self.arena.fd)
+
+    def test_correct_candidate_runs_and_matches(self):
+        self.assertTrue(self.runner.build("good_add.py")["ok"])
+        for trial in range(3):
+            reply = self.runner.run(trial)
+            self.assertTrue(reply["ok"], reply)
+            self.assertGreaterEqual(reply["launches"], 1)
+            np.testing.assert_allclose(self.arena.output(trial), self.arena.expected(trial), rtol=1e-6)
+
+    def test_timing_returns_the_outputs_it_timed(self):
+        self.assertTrue(self.runner.build("good_add.py")["ok"])
+        sets = []
+        for trial in range(3):
+            ins, outs = self.arena.specs(trial)
+            sets.append({"inputs": ins, "outputs": outs})
+        reply = self.runner.send({"cmd": "time", "sets": sets, "max_seconds": 0.2, "min_runs": 3,
+                                  "input_region": self.arena.input_region, "arena_bytes": self.arena.total})
+        self.assertTrue(reply["ok"], reply)
+        self.assertGreater(reply["median_ms"], 0)
+        self.assertEqual(reply["rotations"], 3)
+        for trial in range(3):
+            np.testing.assert_allclose(self.arena.output(trial), self.arena.expected(trial), rtol=1e-6)
+
+    def test_torch_compute_in_forward_is_a_rule_violation(self):
+        self.assertTrue(self.runner.build("torch_fallback.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertEqual((reply["kind"], reply["rule"]), ("rule_violation", "torch_compute"), reply)
+        self.assertIn("aten.add", reply["message"])
+
+    def test_kernel_defined_but_never_launched(self):
+        self.assertTrue(self.runner.build("decoy_never_launched.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertEqual((reply["kind"], reply["rule"]), ("rule_violation", "no_triton_launch"), reply)
+
+    def test_unwritten_output_is_poisoned(self):
+        self.assertTrue(self.runner.build("skip_write.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertTrue(reply["ok"], reply)
+        self.assertTrue(np.isnan(self.arena.output(0)).all())
+
+    def test_input_mutation_is_caught(self):
+        self.assertTrue(self.runner.build("mutate_input.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertEqual(reply["kind"], "input_mutated", reply)
+        self.assertEqual(reply["buffer"], "x")
+
+    def test_cached_result_is_wrong_on_the_next_trial(self):
+        self.assertTrue(self.runner.build("cache_global.py")["ok"])
+        self.assertTrue(self.runner.run(0)["ok"])
+        self.assertTrue(self.runner.run(1)["ok"])
+        self.assertFalse(np.allclose(self.arena.output(1), self.arena.expected(1)))
+
+    def test_static_rules_refuse_before_anything_runs(self):
+        cases = {"banned_import.py": "banned_import", "stream_side.py": "banned_torch",
+                 "private_attr.py": "private_name"}
+        for name, rule in cases.items():
+            reply = self.runner.build(name)
+            self.assertEqual((reply["kind"], reply["rule"]), ("rule_violation", rule), (name, reply))
+
+    def test_syntax_error_is_a_compile_error(self):
+        reply = self.runner.send({"cmd": "build", "source": "def forward(x:\n"})
+        self.assertEqual(reply["kind"], "compile_error", reply)
+
+    def test_prints_never_pass_for_replies(self):
+        source = open(os.path.join(HERE, "triton", "good_add.py")).read().replace(
+            "    out = torch.empty_like(x)", "    print('{\"ok\": true, \"median_ms\": 0.001}')\n    out = torch.empty_like(x)")
+        self.assertTrue(self.runner.send({"cmd": "build", "source": source})["ok"])
+        reply = self.runner.run(0)
+        self.assertTrue(reply["ok"], reply)
+        self.assertIn("run_ms", reply)
+
+
+class ReferenceRunnerTest(unittest.TestCase):
+    def test_reference_outputs_and_eager_timing(self):
+        arena = Arena(trials=2, n=512)
+        runner = Runner(arena, role="reference")
+        try:
+            reply = runner.send({"cmd": "build", "source": "def forward(x: Tensor, y: Tensor) -> Tensor:\n"
+                                                           "    return x + y\n"})
+            self.assertTrue(reply["ok"], reply)
+            reply = runner.run(1)
+            self.assertTrue(reply["ok"], reply)
+            np.testing.assert_allclose(arena.output(1), arena.expected(1), rtol=1e-6)
+            ins, outs = arena.specs(0)
+            reply = runner.send({"cmd": "time", "sets": [{"inputs": ins, "outputs": outs}], "max_seconds": 0.1,
+                                 "input_region": arena.input_region, "arena_bytes": arena.total})
+            self.assertTrue(reply["ok"], reply)
+            self.assertGreater(reply["median_ms"], 0)
+        finally:
+            runner.close()
+            os.close(arena.fd)
+
+    def test_source_that_is_not_torchscript_is_refused(self):
+        arena = Arena(trials=1, n=8)
+        runner = Runner(arena, role="reference")
+        try:
+            reply = runner.send({"cmd": "build", "source": "import os\ndef forward(x: Tensor) -> Tensor:\n"
+                                                           "    os.system('true')\n    return x\n"})
+            self.assertEqual(reply["kind"], "compile_error", reply)
+        finally:
+            runner.close()
+            os.close(arena.fd)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")
+    args, rest = parser.parse_known_args()
+    DEVICE = args.device
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except ImportError as error:
+        print(f"SKIP: {error} (the Triton runner test needs torch and triton; scripts/python-env.sh installs them)")
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

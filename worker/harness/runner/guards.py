@@ -1,0 +1,105 @@
+# Run-time guards around a `triton` candidate's forward(): a torch dispatch mode that
+# refuses torch compute (allocation and views only) and NaN-poisons every allocation,
+# and a launch counter on Triton's kernel launchers (a decoy kernel that never runs is
+# caught). Test: ctest -R harness_triton_runner (tests/worker/harness/triton_runner_test.py).
+import math
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops a forward may call: allocation, fills (zero-initialised accumulators) and views.
+# Anything else (arithmetic, matmul, copies, dtype casts, reductions) is compute that
+# belongs in a Triton kernel.
+ALLOWED_OPS = {
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "full", "full_like", "new_full", "ones", "ones_like", "new_ones", "fill_", "zero_", "lift_fresh",
+    "view", "_unsafe_view", "reshape", "as_strided", "t", "transpose", "permute", "expand", "select", "slice",
+    "unsqueeze", "squeeze", "flatten", "unflatten", "detach", "alias", "split", "split_with_sizes", "chunk",
+    "unbind", "narrow", "diagonal", "movedim", "view_as", "expand_as", "_reshape_alias", "sym_size", "sym_stride",
+    "sym_numel", "is_contiguous", "contiguous", "size", "stride", "numel", "dim",
+}
+# Allocations whose memory the guard poisons before forward sees it.
+ALLOCATING_OPS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
+
+
+def op_name(func):
+    """'mm' for aten.mm.default, 'empty' for aten.empty.memory_format."""
+    parts = str(func).split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def poison_(tensor):
+    """Fills fresh memory with a value no correct kernel leaves behind (NaN for floats)."""
+    if tensor.is_floating_point():
+        tensor.fill_(math.nan)
+    elif tensor.dtype == torch.bool:
+        tensor.fill_(True)
+    else:
+        tensor.fill_(-123456789 if tensor.dtype in (torch.int32, torch.int64) else 0x5A)
+
+
+class TorchComputeError(Exception):
+    """forward called a torch op that computes (the candidate must use Triton kernels)."""
+
+
+class ForwardGuard(TorchDispatchMode):
+    """Active while a candidate's forward runs: refuses compute, poisons allocations."""
+
+    def __init__(self, poison_allocations=True):
+        super().__init__()
+        self.refused = None
+        # Timed calls leave poisoning to the runner (done before the timed region).
+        self.poison_allocations = poison_allocations
+        self.in_launch = 0  # > 0 while Triton's own launcher runs (the CPU interpreter copies tensors)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = op_name(func)
+        if self.in_launch == 0 and name not in ALLOWED_OPS:
+            if self.refused is None:
+                self.refused = name
+            raise TorchComputeError(f"forward called torch op aten.{name}: compute must happen in @triton.jit "
+                                    "kernels (forward may only allocate outputs, take views and launch kernels)")
+        out = func(*args, **(kwargs or {}))
+        if self.poison_allocations and name in ALLOCATING_OPS and isinstance(out, torch.Tensor):
+            poison_(out)
+        return out
+
+
+class LaunchCounter:
+    """Counts Triton kernel launches (JIT and interpreter) by wrapping the launchers' run().
+    While a launch runs, the active ForwardGuard (if any) lets Triton's own torch calls
+    through: a compiled launch makes none, the CPU interpreter copies arguments."""
+
+    def __init__(self):
+        self.launches = 0
+        self.guard = None
+        self._installed = []
+
+    def install(self):
+        import triton.runtime.jit as jit_module
+
+        targets = [jit_module.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            targets.append(InterpretedFunction)
+        except ImportError:
+            pass
+        counter = self
+        for cls in targets:
+            original = cls.run
+
+            def counted(self, *args, _original=original, **kwargs):
+                if not kwargs.get("warmup", False):
+                    counter.launches += 1
+                guard = counter.guard
+                if guard is not None:
+                    guard.in_launch += 1
+                try:
+                    return _original(self, *args, **kwargs)
+                finally:
+                    if guard is not None:
+                        guard.in_launch -= 1
+
+            cls.run = counted
+            self._installed.append((cls, original))
+        return self

@@ -1,0 +1,463 @@
+# kforge-runner: the Python child the C++ harness drives for GPU work. One JSON line per
+# command on stdin, one reply per line on a private copy of stdout (fd 1 itself is
+# pointed at stderr, so nothing a candidate prints can pass for a reply); the op's
+# arena (inputs | output slots) is the memfd on fd 3, as for kforge-sandbox.
+#   --role candidate: a `triton` candidate (module with forward(*inputs) launching
+#       @triton.jit kernels): build (rules, import), run (guarded), time.
+#   --role reference: the op's own source (TorchScript, run as PyTorch eager or
+#       torch.compile): reference outputs on the device, and the eager / compile baselines.
+# Both roles time with one protocol (CUDA events, L2 flushed before every run, inputs
+# rotated through verified sets copied in place, outputs of the last run of every set
+# returned for checking). Usage (by the harness): python3 kforge_runner.py --role R
+# [--device cuda|cpu]. Test: ctest -R harness_triton_runner.
+import argparse
+import importlib.util
+import json
+import math
+import mmap
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+ARENA_FD = 3
+DTYPES = {}  # filled after torch is imported
+
+
+def ms_since(start):
+    return (time.perf_counter() - start) * 1000.0
+
+
+class Arena:
+    """The memfd on fd 3: inputs read-only below input_region, output slots above it."""
+
+    def __init__(self):
+        self.inputs = self.outputs = None
+        self.input_region = self.total = -1
+
+    def map(self, input_region, total):
+        if (input_region, total) == (self.input_region, self.total):
+            return
+        self.inputs = mmap.mmap(ARENA_FD, input_region, prot=mmap.PROT_READ) if input_region > 0 else None
+        self.outputs = mmap.mmap(ARENA_FD, total - input_region, offset=input_region) if total > input_region else None
+        self.input_region, self.total = input_region, total
+
+    def read(self, torch, spec, device):
+        dtype = DTYPES[spec["dtype"]]
+        count = math.prod(spec["shape"]) * torch.empty((), dtype=dtype).element_size()
+        raw = bytes(self.inputs[spec["offset"]:spec["offset"] + count])
+        host = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if count else torch.empty(0, dtype=torch.uint8)
+        return host.view(dtype).reshape(spec["shape"]).to(device)
+
+    def write(self, torch, spec, tensor):
+        data = tensor.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tobytes()
+        start = spec["offset"] - self.input_region
+        self.outputs[start:start + len(data)] = data
+
+
+class Protocol:
+    """Timing knobs, mirroring worker/harness/timing.h (one window: no CPU contention on a GPU)."""
+
+    def __init__(self, cmd):
+        self.max_seconds = float(cmd.get("max_seconds", 1.0))
+        self.target_spread = float(cmd.get("target_iqr", 0.01))
+        self.min_runs = int(cmd.get("min_runs", 10))
+        self.max_runs = int(cmd.get("max_runs", 2000))
+        self.settle_tolerance = float(cmd.get("settle_tolerance", 0.05))
+        self.max_warmup_fraction = 0.5
+
+
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def iqr(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) * 3 // 4] - ordered[len(ordered) // 4] if ordered else 0.0
+
+
+def run_protocol(run, protocol, block):
+    """Warm-up in blocks until two block medians agree, then one window until IQR/median is
+    under the target (after min_runs) or max_seconds pass. Same rules as timing.cpp."""
+    record = {"warmup_runs": 0, "settled": False}
+    run_idx = 0
+    warm_started = time.perf_counter()
+    warm_cap = protocol.max_seconds * protocol.max_warmup_fraction
+    previous = -1.0
+    while True:
+        samples = []
+        for _ in range(block):
+            samples.append(run(run_idx))
+            run_idx += 1
+            record["warmup_runs"] += 1
+        current = median(samples)
+        if previous > 0 and abs(current - previous) <= protocol.settle_tolerance * current:
+            record["settled"] = True
+            break
+        if time.perf_counter() - warm_started > warm_cap:
+            break
+        previous = current
+    window = []
+    begin = time.perf_counter()
+    while len(window) < protocol.max_runs:
+        window.append(run(run_idx))
+        run_idx += 1
+        if len(window) < protocol.min_runs:
+            continue
+        if time.perf_counter() - begin > protocol.max_seconds:
+            break
+        if iqr(window) <= protocol.target_spread * median(window):
+            break
+    record.update(median_ms=median(window), min_ms=min(window), iqr_ms=iqr(window), runs=len(window),
+                  spread_pct=100.0 * iqr(window) / max(median(window), 1e-12), attempts=1, others_cores=-1,
+                  disturbed=False)
+    return record
+
+
+class Runner:
+    def __init__(self, role, device_name):
+        import torch
+
+        if not hasattr(torch.Tensor, "untyped_storage"):
+            # Debian 12's torch 1.13 (CI, Triton's CPU interpreter) predates the name Triton calls.
+            torch.Tensor.untyped_storage = lambda self: self.storage().untyped()
+        self.torch = torch
+        DTYPES.update(float32=torch.float32, float16=torch.float16, bfloat16=torch.bfloat16, int32=torch.int32,
+                      int64=torch.int64, bool=torch.bool)
+        self.role = role
+        self.gpu = device_name == "cuda"
+        if self.gpu and not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device visible to the runner (torch.cuda.is_available() is False)")
+        self.device = torch.device("cuda" if self.gpu else "cpu")
+        self.arena = Arena()
+        self.forward = None
+        self.compiled = None
+        self.guard_cls = self.counter = None
+        self.workdir = tempfile.mkdtemp(prefix="kforge-runner-")
+        self.flush_buffer = None
+        if self.gpu:
+            props = torch.cuda.get_device_properties(0)
+            l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+            # L2 flush: writing well over the L2 size (at least 256 MB, as triton's do_bench)
+            # evicts whatever the last run left there.
+            self.flush_buffer = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device=self.device)
+            # GPU cycles to spin before a timed call, so the host's launch overhead (Python,
+            # the guard, Triton's launcher) is queued behind it and never inside the events.
+            self.sleep_cycles = 200_000  # about 100 us at the 1.5-2 GHz SM clocks of current GPUs
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        if role == "candidate":
+            from guards import ForwardGuard, LaunchCounter
+
+            self.guard_cls = ForwardGuard
+            self.counter = LaunchCounter().install()
+
+    def describe(self):
+        torch = self.torch
+        info = {"is_cpu": not self.gpu, "torch_version": torch.__version__, "max_work_group": 1024}
+        try:
+            import triton
+
+            info["triton_version"] = triton.__version__
+        except ImportError:
+            info["triton_version"] = ""
+        if self.gpu:
+            props = torch.cuda.get_device_properties(0)
+            info.update(name=props.name, platform="CUDA", compute_units=props.multi_processor_count,
+                        version=f"sm_{props.major}{props.minor}", cuda_version=torch.version.cuda or "",
+                        l2_bytes=int(getattr(props, "L2_cache_size", 0)), driver=driver_version(),
+                        memory_bytes=int(props.total_memory), clocks=gpu_clocks())
+        else:
+            info.update(name="cpu (Triton interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "cpu",
+                        platform="CPU", compute_units=os.cpu_count() or 1, version="", driver="")
+        return info
+
+    # -- build ---------------------------------------------------------------------------
+    def build(self, cmd):
+        start = time.perf_counter()
+        source = cmd["source"]
+        if self.role == "reference":
+            return self.build_reference(source, bool(cmd.get("compile", False)), start)
+        from triton_rules import RuleViolation, check_module
+
+        try:
+            check_module(source)
+        except SyntaxError as error:
+            return {"ok": False, "kind": "compile_error", "log": f"line {error.lineno}: {error.msg}",
+                    "build_ms": ms_since(start)}
+        except RuleViolation as violation:
+            return {"ok": False, "kind": "rule_violation", "rule": violation.rule, "message": str(violation),
+                    "build_ms": ms_since(start)}
+        path = os.path.join(self.workdir, "candidate.py")  # @triton.jit reads its source from a file
+        with open(path, "w") as file:
+            file.write(source)
+        try:
+            spec = importlib.util.spec_from_file_location("kforge_candidate", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except Exception as error:  # an import-time error is the candidate's, reported like a compiler's
+            return {"ok": False, "kind": "compile_error", "log": short_error(error), "build_ms": ms_since(start)}
+        self.forward = getattr(module, "forward", None)
+        if not callable(self.forward):
+            return {"ok": False, "kind": "rule_violation", "rule": "missing_forward",
+                    "message": "forward is not a function", "build_ms": ms_since(start)}
+        return {"ok": True, "build_ms": ms_since(start), "log": ""}
+
+    def build_reference(self, source, compile_too, start):
+        torch = self.torch
+        try:
+            torch.jit.CompilationUnit(source)  # the op must be TorchScript: no imports, no Python I/O
+        except Exception as error:
+            return {"ok": False, "kind": "compile_error", "log": short_error(error), "build_ms": ms_since(start)}
+        from typing import List, Optional, Tuple
+
+        namespace = {"torch": torch, "Tensor": torch.Tensor, "List": List, "Optional": Optional, "Tuple": Tuple,
+                     "math": math}
+        exec(compile(source, "op.py", "exec"), namespace)
+        self.forward = namespace["forward"]
+        if compile_too:
+            self.compiled = torch.compile(self.forward)
+        return {"ok": True, "build_ms": ms_since(start), "log": ""}
+
+    # -- run -----------------------------------------------------------------------------
+    def function(self, mode):
+        if mode == "compile":
+            if self.compiled is None:
+                raise RuntimeError("compile mode needs build with compile: true")
+            return self.compiled
+        return self.forward
+
+    def call(self, fn, inputs, poison=True):
+        """One forward call; for candidates under the guard, counting launches."""
+        torch = self.torch
+        if self.role != "candidate":
+            with torch.no_grad():
+                return fn(*inputs)
+        guard = self.guard_cls(poison_allocations=poison)
+        before = self.counter.launches
+        self.counter.guard = guard
+        try:
+            with torch.no_grad(), guard:
+                out = fn(*inputs)
+        finally:
+            self.counter.guard = None
+        if self.counter.launches == before:
+            raise CandidateError("rule_violation", "no kernel launched: forward returned without launching a "
+                                 "@triton.jit kernel (every forward must compute in Triton)", rule="no_triton_launch")
+        return out
+
+    def check_outputs(self, out, specs):
+        torch = self.torch
+        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outputs) != len(specs):
+            raise CandidateError("runtime_error", f"forward returned {len(outputs)} outputs, the op has {len(specs)}")
+        for idx, (tensor, spec) in enumerate(zip(outputs, specs)):
+            name = "out" if len(specs) == 1 else f"out{idx}"
+            if not isinstance(tensor, torch.Tensor):
+                raise CandidateError("runtime_error", f"{name}: forward returned {type(tensor).__name__}, not a tensor")
+            if list(tensor.shape) != list(spec["shape"]):
+                raise CandidateError("runtime_error", f"{name}: shape {list(tensor.shape)}, expected {spec['shape']}")
+            if tensor.dtype != DTYPES[spec["dtype"]]:
+                raise CandidateError("runtime_error", f"{name}: dtype {str(tensor.dtype).replace('torch.', '')}, "
+                                     f"expected {spec['dtype']}")
+            if tensor.device.type != self.device.type:
+                raise CandidateError("runtime_error", f"{name}: on {tensor.device}, expected {self.device.type}")
+        return outputs
+
+    def run(self, cmd):
+        torch = self.torch
+        self.arena.map(int(cmd["input_region"]), int(cmd["arena_bytes"]))
+        fn = self.function(cmd.get("mode", "eager"))
+        inputs = [self.arena.read(torch, spec, self.device) for spec in cmd["inputs"]]
+        pristine = [t.clone() for t in inputs] if self.role == "candidate" else None
+        self.sync()
+        start = time.perf_counter()
+        out = self.call(fn, inputs)
+        self.sync()
+        run_ms = ms_since(start)
+        outputs = self.check_outputs(out, cmd["outputs"])
+        if pristine is not None:
+            for idx, (now, before) in enumerate(zip(inputs, pristine)):
+                if not torch.equal(now.reshape(-1).view(torch.uint8), before.reshape(-1).view(torch.uint8)):
+                    return {"ok": False, "kind": "input_mutated", "buffer": cmd["inputs"][idx].get("name", str(idx)),
+                            "byte": first_difference(torch, now, before)}
+        for spec, tensor in zip(cmd["outputs"], outputs):
+            self.arena.write(torch, spec, tensor)
+        return {"ok": True, "run_ms": run_ms, "launches": self.counter.launches if self.counter else 0}
+
+    # -- time ----------------------------------------------------------------------------
+    def time(self, cmd):
+        """Times fn over verified input sets: before every run the set's inputs are copied
+        into the same device tensors (so results cached by address go stale) and L2 is
+        flushed; CUDA events bracket the call. The last outputs of every set go back to
+        the arena so the parent can check what was timed."""
+        torch = self.torch
+        self.arena.map(int(cmd["input_region"]), int(cmd["arena_bytes"]))
+        fn = self.function(cmd.get("mode", "eager"))
+        sets = cmd["sets"]
+        pristine = [[self.arena.read(torch, spec, self.device) for spec in s["inputs"]] for s in sets]
+        live = [t.clone() for t in pristine[0]]
+        last = [None] * len(sets)
+        # Bytes of one call's outputs: before each timed call a NaN block this large is
+        # allocated and freed, so the allocations forward makes come from poisoned memory
+        # without filling them inside the timed region.
+        out_bytes = max(sum(math.prod(o["shape"]) * torch.empty((), dtype=DTYPES[o["dtype"]]).element_size()
+                            for o in sets[0]["outputs"]), 1)
+        sleep = getattr(torch.cuda, "_sleep", None) if self.gpu else None
+        if cmd.get("mode") == "compile":
+            compile_start = time.perf_counter()
+            self.call(fn, live)  # the first call compiles; it is never timed
+            self.sync()
+            compile_ms = ms_since(compile_start)
+        else:
+            compile_ms = 0.0
+
+        def one_run(run_idx):
+            set_idx = run_idx % len(sets)
+            for dst, src in zip(live, pristine[set_idx]):
+                dst.copy_(src)
+            if self.role == "candidate":
+                block = torch.empty(out_bytes, dtype=torch.uint8, device=self.device)
+                block.fill_(0xFF)  # 0xFF bytes: NaN in every float dtype
+                del block
+            if self.gpu:
+                self.flush_buffer.zero_()
+                if sleep is not None:
+                    sleep(self.sleep_cycles)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                out = self.call(fn, live, poison=False)
+                end.record()
+                end.synchronize()
+                elapsed = start.elapsed_time(end)
+            else:
+                begin = time.perf_counter()
+                out = self.call(fn, live, poison=False)
+                elapsed = ms_since(begin)
+            last[set_idx] = out
+            return elapsed
+
+        record = run_protocol(one_run, Protocol(cmd), block=max(3, len(sets)))
+        for set_idx, s in enumerate(sets):
+            if last[set_idx] is None:
+                one_run(set_idx)
+            outputs = self.check_outputs(last[set_idx], s["outputs"])
+            for spec, tensor in zip(s["outputs"], outputs):
+                self.arena.write(torch, spec, tensor)
+        record.update(ok=True, rotations=len(sets), kernel_median_ms=record["median_ms"], compile_ms=compile_ms)
+        if self.gpu:
+            record["clocks"] = gpu_clocks()
+        return record
+
+    def sync(self):
+        if self.gpu:
+            self.torch.cuda.synchronize()
+
+
+class CandidateError(Exception):
+    def __init__(self, kind, message, rule=""):
+        super().__init__(message)
+        self.kind = kind
+        self.rule = rule
+
+
+def first_difference(torch, a, b):
+    diff = (a.reshape(-1).view(torch.uint8) != b.reshape(-1).view(torch.uint8)).nonzero()
+    return int(diff[0].item()) if diff.numel() else 0
+
+
+def short_error(error, limit=1500):
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def driver_version():
+    try:
+        import subprocess
+
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+    except Exception:
+        return ""
+
+
+def gpu_clocks():
+    """Current SM and memory clocks (MHz) through NVML, if it is there."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                "sm_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)}
+    except Exception:
+        return {}
+
+
+def classify(error):
+    """Maps an exception from a candidate's run to (kind, message, rule)."""
+    if isinstance(error, CandidateError):
+        return error.kind, str(error), error.rule
+    name = type(error).__name__
+    if name == "TorchComputeError":
+        return "rule_violation", str(error), "torch_compute"
+    if name in ("CompilationError", "CompileTimeAssertionFailure") or "triton.compiler" in type(error).__module__:
+        return "compile_error", short_error(error), ""
+    if isinstance(error, MemoryError) or "out of memory" in str(error):
+        return "runtime_error", "out of memory: " + short_error(error, 400), ""
+    return "runtime_error", short_error(error), ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--role", choices=["candidate", "reference"], required=True)
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    # Replies go to a private copy of stdout; fd 1 and sys.stdout now lead to stderr.
+    reply_file = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+    def reply(message):
+        reply_file.write(json.dumps(message, allow_nan=False, default=str) + "\n")
+        reply_file.flush()
+
+    try:
+        runner = Runner(args.role, args.device)
+        reply({"ready": True, "device": runner.describe()})
+    except Exception as error:
+        reply({"ready": False, "message": short_error(error)})
+        return 1
+    for line in sys.stdin:
+        try:
+            cmd = json.loads(line)
+        except ValueError as error:
+            reply({"ok": False, "kind": "internal_error", "message": f"bad command: {error}"})
+            continue
+        name = cmd.get("cmd", "")
+        if name == "quit":
+            break
+        try:
+            if name == "build":
+                reply(runner.build(cmd))
+            elif name == "run":
+                reply(runner.run(cmd))
+            elif name == "time":
+                reply(runner.time(cmd))
+            else:
+                reply({"ok": False, "kind": "internal_error", "message": f"unknown command '{name}'"})
+        except Exception as error:
+            kind, message, rule = classify(error)
+            if os.environ.get("KFORGE_RUNNER_DEBUG"):
+                traceback.print_exc()
+            reply({"ok": False, "kind": kind, "message": message, "rule": rule})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+// SandboxChild and SandboxPool behind sandbox_child.h: every way a child can fail a
+// step (write to a dead pipe, no reply in time, EOF, CPU limit, garbage) becomes an
+// outcome with a message. Test: ctest -R 'harness_(checker|adversarial)'.
+#include "worker/harness/sandbox_child.h"
+
+#include <chrono>
+
+#include "worker/harness/compare.h"
+
+namespace kforge::harness {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using nlohmann::json;
+
+double ms_since(clock_type::time_point start) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+}
+
+bool fail(CheckResult& result, Outcome outcome, std::string message) {
+  result.outcome = outcome;
+  result.message = std::move(message);
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, std::string& error) {
+  auto process = SandboxProcess::start({launch.binary, "--device", launch.device}, launch.limits, launch.arena_fd, error);
+  if (!process) return nullptr;
+  std::unique_ptr<SandboxChild> child(new SandboxChild());
+  child->process_ = std::move(process);
+  return child;
+}
+
+bool SandboxChild::await_ready(std::string& error) {
+  if (ready_) return true;
+  std::string line;
+  if (process_->read_line(line, clock_type::now() + std::chrono::seconds(60)) != ReadStatus::line) {
+    process_->kill_now();
+    error = "kforge-sandbox did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500);
+    return false;
+  }
+  try {
+    auto ready = json::parse(line);
+    if (!ready.value("ready", false)) {
+      error = "kforge-sandbox: " + ready.value("message", line);
+      return false;
+    }
+    device_ = ready["device"];
+  } catch (const std::exception& e) {
+    error = "kforge-sandbox sent an invalid ready line: " + line.substr(0, 200);
+    return false;
+  }
+  ready_ = true;
+  return true;
+}
+
+bool SandboxChild::exchange(const json& command, double timeout_s, const std::string& what, json& reply,
+                            CheckResult& result) {
+  SandboxProcess& proc = *process_;
+  if (!proc.write_all(command.dump() + "\n")) {
+    proc.wait_exit(clock_type::now() + std::chrono::seconds(2));
+    return fail(result, Outcome::runtime_error, what + ": the sandbox process died: " + proc.describe_exit());
+  }
+  std::string line;
+  auto sent = clock_type::now();
+  auto deadline = sent + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  ReadStatus status = proc.read_line(line, deadline);
+  result.child_ms += ms_since(sent);
+  if (status == ReadStatus::timeout) {
+    proc.kill_now();
+    return fail(result, Outcome::timeout,
+                what + " did not finish within " + format_value(timeout_s) +
+                    " s (an endless loop, a deadlock, or far too slow)");
+  }
+  if (status == ReadStatus::eof) {
+    proc.wait_exit(clock_type::now() + std::chrono::seconds(5));
+    proc.kill_now();
+    if (proc.cpu_limit_hit()) return fail(result, Outcome::timeout, what + " exceeded the CPU-time limit (an endless loop?)");
+    std::string tail = proc.stderr_tail(400);
+    return fail(result, Outcome::runtime_error,
+                what + " crashed: " + proc.describe_exit() + (tail.empty() ? "" : ": " + tail));
+  }
+  try {
+    reply = json::parse(line);
+  } catch (const std::exception&) {
+    return fail(result, Outcome::runtime_error, what + ": the sandbox sent garbage: " + line.substr(0, 200));
+  }
+  return true;
+}
+
+void SandboxChild::quit() { process_->write_all("{\"cmd\":\"quit\"}\n"); }
+
+std::unique_ptr<SandboxChild> SandboxPool::take(std::string& error) {
+  std::unique_ptr<SandboxChild> child = std::move(spare_);
+  if (!child) {
+    child = SandboxChild::start(launch_, error);
+    if (!child) return nullptr;
+  }
+  spare_ = SandboxChild::start(launch_, error);
+  if (!child->await_ready(error)) return nullptr;
+  return child;
+}
+
+void SandboxPool::settle() {
+  std::string error;
+  if (spare_ && !spare_->await_ready(error)) spare_.reset();
+}
+
+}  // namespace kforge::harness
