@@ -1,4 +1,4 @@
-// candidate_json behind api/candidate_view.h.
+// candidate_json and candidate_page behind api/candidate_view.h.
 #include "api/candidate_view.h"
 
 #include "api/handler_util.h"
@@ -25,8 +25,30 @@ json candidate_json(const db::CandidateRecord& c, bool with_source) {
               {"details", parse_stored(c.details_json)},
               {"created_at", c.created_at}};
   out["model_id"] = c.model_id ? json(c.model_id) : json(nullptr);
+  out["job_id"] = c.job_id;
+  out["op_id"] = c.op_id;
   if (with_source) out["source"] = c.source;
   return out;
+}
+
+HttpResponse candidate_page(const HttpRequest& req, const CandidateFetch& fetch) {
+  PageRequest page;
+  if (auto error = parse_page(req, &page)) return *error;
+  int64_t after = 0;
+  if (!parse_id_cursor(page.after, &after)) {
+    return problem(ErrorKind::bad_request, "after: not a candidate cursor", {{"after", "malformed cursor"}});
+  }
+  auto candidates = fetch(after, page.limit + 1);
+  json items = json::array();
+  std::optional<std::string> next;
+  for (size_t cand_idx = 0; cand_idx < candidates.size(); ++cand_idx) {
+    if (static_cast<int>(cand_idx) == page.limit) {
+      next = std::to_string(candidates[cand_idx - 1].id);
+      break;
+    }
+    items.push_back(candidate_json(candidates[cand_idx], true));
+  }
+  return page_response(std::move(items), next);
 }
 
 }  // namespace kforge::api

@@ -1,8 +1,6 @@
 // Leaderboard queries (db/queries/leaderboards.sql).
 #include "db/leaderboards.h"
 
-#include <algorithm>
-
 #include "db/prepared.h"
 #include "db/sql.h"
 
@@ -18,22 +16,15 @@ std::optional<double> optional_double(const pqxx::field& field) {
 
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
                                          const std::string& after_device, const OpLeaderFilter& filter, int limit) {
-  // One op has its own statement: `c.op_id = $1` lets the index seek to it, where
-  // an optional filter in the general query would scan from the first op. Device
-  // and level filters are planned per call (see leaderboard_ops_filtered).
+  // Filters are planned per call (see leaderboard_ops_filtered); the common,
+  // unfiltered page is prepared once per connection.
+  ensure_prepared(conn, "leaderboard_ops");  // before the transaction: libpqxx 7 prepares at once
+  pqxx::nontransaction txn(conn);  // one statement in autocommit: no BEGIN/COMMIT round trips
   pqxx::result rows;
-  if (filter.op_id > 0) {
-    ensure_prepared(conn, "leaderboard_ops_for_op");
-    pqxx::nontransaction txn(conn);  // one statement in autocommit: no BEGIN/COMMIT round trips
-    rows = txn.exec_prepared("leaderboard_ops_for_op", filter.op_id, after_target, after_device, filter.target,
-                             filter.device, limit);
-  } else if (!filter.device.empty() || filter.level > 0) {
-    pqxx::nontransaction txn(conn);
+  if (filter.op_id > 0 || !filter.device.empty() || filter.level > 0) {
     rows = txn.exec_params(sql("leaderboard_ops_filtered"), after_op_id, after_target, after_device, filter.target,
-                           filter.device, filter.level, limit);
+                           filter.device, filter.level, filter.op_id, limit);
   } else {
-    ensure_prepared(conn, "leaderboard_ops");
-    pqxx::nontransaction txn(conn);
     rows = txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, filter.target, limit);
   }
   std::vector<OpLeaderRow> out;
@@ -53,11 +44,6 @@ std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_o
     r.level = row[11].as<int>();
     r.generator = row[12].as<std::string>();
     out.push_back(std::move(r));
-  }
-  // The one-op statement cannot filter on level (one op has one level): do it here.
-  if (filter.op_id > 0 && filter.level > 0) {
-    out.erase(std::remove_if(out.begin(), out.end(), [&](const OpLeaderRow& r) { return r.level != filter.level; }),
-              out.end());
   }
   return out;
 }

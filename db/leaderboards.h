@@ -34,7 +34,7 @@ struct OpLeaderFilter {
   std::string target;
   std::string device;
   int level = 0;
-  int64_t op_id = 0;  //!< one op only (its own keyset: after_op_id is ignored)
+  int64_t op_id = 0;  //!< one op only
 };
 
 //! Rows strictly after (op_id, target, device) in that order that pass the filter.

@@ -47,6 +47,12 @@ CandidateRecord candidate_from_row(const pqxx::row& row) {
   return c;
 }
 
+std::vector<CandidateRecord> candidates_from(const pqxx::result& rows) {
+  std::vector<CandidateRecord> out;
+  for (const auto& row : rows) out.push_back(candidate_from_row(row));
+  return out;
+}
+
 }  // namespace
 
 OpRecord op_insert(pqxx::connection& conn, OpRecord op) {
@@ -92,20 +98,12 @@ int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& c) {
 std::vector<CandidateRecord> candidate_list_for_job(pqxx::connection& conn, int64_t job_id, int64_t after_id,
                                                     int limit) {
   pqxx::read_transaction txn(conn);
-  std::vector<CandidateRecord> out;
-  for (const auto& row : txn.exec_params(sql("candidate_list_for_job"), job_id, after_id, limit)) {
-    out.push_back(candidate_from_row(row));
-  }
-  return out;
+  return candidates_from(txn.exec_params(sql("candidate_list_for_job"), job_id, after_id, limit));
 }
 
 std::vector<CandidateRecord> candidate_list_for_op(pqxx::connection& conn, int64_t op_id, int64_t after_id, int limit) {
   pqxx::read_transaction txn(conn);
-  std::vector<CandidateRecord> out;
-  for (const auto& row : txn.exec_params(sql("candidate_list_for_op"), op_id, after_id, limit)) {
-    out.push_back(candidate_from_row(row));
-  }
-  return out;
+  return candidates_from(txn.exec_params(sql("candidate_list_for_op"), op_id, after_id, limit));
 }
 
 std::optional<CandidateRecord> candidate_get(pqxx::connection& conn, int64_t candidate_id) {

@@ -95,23 +95,9 @@ HttpResponse list_candidates(ApiContext& ctx, HttpRequest& req) {
   return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
     auto job = job_of_kind(conn, req.path_params["id"], kGenerateKinds);
     if (!job) return problem(ErrorKind::not_found, "no generation " + req.path_params["id"]);
-    PageRequest page;
-    if (auto error = parse_page(req, &page)) return *error;
-    int64_t after = 0;
-    if (!parse_id_cursor(page.after, &after)) {
-      return problem(ErrorKind::bad_request, "after: not a candidate cursor", {{"after", "malformed cursor"}});
-    }
-    auto candidates = db::candidate_list_for_job(conn, job->id, after, page.limit + 1);
-    json items = json::array();
-    std::optional<std::string> next;
-    for (size_t cand_idx = 0; cand_idx < candidates.size(); ++cand_idx) {
-      if (static_cast<int>(cand_idx) == page.limit) {
-        next = std::to_string(candidates[cand_idx - 1].id);
-        break;
-      }
-      items.push_back(candidate_json(candidates[cand_idx], true));
-    }
-    return page_response(std::move(items), next);
+    return candidate_page(req, [&](int64_t after, int limit) {
+      return db::candidate_list_for_job(conn, job->id, after, limit);
+    });
   });
 }
 

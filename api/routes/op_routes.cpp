@@ -60,25 +60,9 @@ HttpResponse list_op_candidates(ApiContext& ctx, HttpRequest& req) {
     if (!parse_path_id(req.path_params["id"], &op_id) || !db::op_get(conn, op_id)) {
       return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
     }
-    PageRequest page;
-    if (auto error = parse_page(req, &page)) return *error;
-    int64_t after = 0;
-    if (!parse_id_cursor(page.after, &after)) {
-      return problem(ErrorKind::bad_request, "after: not a candidate cursor", {{"after", "malformed cursor"}});
-    }
-    auto candidates = db::candidate_list_for_op(conn, op_id, after, page.limit + 1);
-    json items = json::array();
-    std::optional<std::string> next;
-    for (size_t cand_idx = 0; cand_idx < candidates.size(); ++cand_idx) {
-      if (static_cast<int>(cand_idx) == page.limit) {
-        next = std::to_string(candidates[cand_idx - 1].id);
-        break;
-      }
-      json item = candidate_json(candidates[cand_idx], true);
-      item["job_id"] = candidates[cand_idx].job_id;
-      items.push_back(std::move(item));
-    }
-    return page_response(std::move(items), next);
+    return candidate_page(req, [&](int64_t after, int limit) {
+      return db::candidate_list_for_op(conn, op_id, after, limit);
+    });
   });
 }
 
@@ -88,10 +72,7 @@ HttpResponse get_candidate(ApiContext& ctx, HttpRequest& req) {
     std::optional<db::CandidateRecord> candidate;
     if (parse_path_id(req.path_params["id"], &candidate_id)) candidate = db::candidate_get(conn, candidate_id);
     if (!candidate) return problem(ErrorKind::not_found, "no candidate " + req.path_params["id"]);
-    json out = candidate_json(*candidate, true);
-    out["job_id"] = candidate->job_id;
-    out["op_id"] = candidate->op_id;
-    return json_response(200, out);
+    return json_response(200, candidate_json(*candidate, true));
   });
 }
 

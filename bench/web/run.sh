@@ -12,38 +12,15 @@ out=${2:-$root/bench/results/web.json}
 duration=${DURATION:-10}
 repeats=${REPEATS:-3}
 alone_s=${ALONE_S:-30}
-work=$(mktemp -d /tmp/kforge-bench-web-XXXXXX)
-export KFORGE_DATA_DIR=$work KFORGE_PG_FAST=1
-unset KFORGE_PG_PORT
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  "$root/scripts/pg.sh" stop >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-uptime_before=$(uptime)
-url=$("$root/scripts/pg.sh" start)
-"$build_dir/bin/kforge-server" migrate --database-url "$url" >/dev/null 2>&1
+source "$root/bench/lib/cluster.sh"
+bench_cluster web
 psql -q -v ON_ERROR_STOP=1 "$url" -f "$root/tests/web/seed.sql" >/dev/null
 psql -q -v ON_ERROR_STOP=1 "$url" -f "$root/bench/api/seed.sql" >/dev/null
 psql -q -v ON_ERROR_STOP=1 "$url" -c \
   "INSERT INTO workers (host, pid, device, version, slots) VALUES ('bench-host', 1, 'pthread-haswell', '0.1.0', 1)" >/dev/null
 admin=$("$build_dir/bin/kforge-server" token create --scope admin --database-url "$url" --log-level error)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$build_dir/bin/kforge-server" --port "$port" --database-url "$url" --web-dir "$root/web" 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/v1/ready" >/dev/null 2>&1 && break; sleep 0.1; done
-base="http://127.0.0.1:$port"
+bench_server
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-pg_ticks() {  # this cluster's postmaster and its children only
-  local postmaster total=0 pid
-  postmaster=$(head -n 1 "$(find "$work/pg" -name postmaster.pid | head -n 1)")
-  for pid in "$postmaster" $(pgrep -P "$postmaster"); do total=$((total + $(cpu_ticks "$pid"))); done
-  echo "$total"
-}
 # name seconds command...: runs the command, records server + PostgreSQL ticks spent meanwhile.
 measure() {
   local name=$1 server0 pg0 start end

@@ -295,17 +295,21 @@ def submit_errors_sit_next_to_fields(b, submit_token):
     b.collect_console("submit-bad-source", EXPECTED_NETWORK)
 
 
-def good_op_is_followed_live_to_a_highlighted_kernel(b, submit_token):
-    b.js("localStorage.setItem('kforge.token', arguments[0])", submit_token)
+def submit_relu(b, name, samples):
+    """Submits the form's own example (relu on 64x64) and waits for its generation page."""
     b.open("/submit")
     page_ready(b, "#f-source")
-    b.driver.find_element(By.ID, "f-name").clear()
-    b.driver.find_element(By.ID, "f-name").send_keys("relu_small")
-    samples = b.driver.find_element(By.ID, "f-samples")
-    samples.clear()
-    samples.send_keys("2")
+    for field_id, value in (("f-name", name), ("f-samples", str(samples))):
+        field = b.driver.find_element(By.ID, field_id)
+        field.clear()
+        field.send_keys(value)
     b.driver.find_element(By.ID, "f-submit").click()
-    b.wait(lambda d: "/generations/" in d.current_url, 90, "submitting a good op did not open its generation")
+    b.wait(lambda d: "/generations/" in d.current_url, 90, f"submitting {name} did not open its generation")
+
+
+def good_op_is_followed_live_to_a_highlighted_kernel(b, submit_token):
+    b.js("localStorage.setItem('kforge.token', arguments[0])", submit_token)
+    submit_relu(b, "relu_small", 2)
     page_ready(b, ".status-line progress", message="the generation shows no progress bar")
     seen = set()
     deadline = time.time() + 300
@@ -328,15 +332,7 @@ def good_op_is_followed_live_to_a_highlighted_kernel(b, submit_token):
 
 
 def cancel_stops_a_generation(b):
-    b.open("/submit")
-    page_ready(b, "#f-source")
-    b.driver.find_element(By.ID, "f-name").clear()
-    b.driver.find_element(By.ID, "f-name").send_keys("relu_cancel")
-    samples = b.driver.find_element(By.ID, "f-samples")
-    samples.clear()
-    samples.send_keys("64")
-    b.driver.find_element(By.ID, "f-submit").click()
-    b.wait(lambda d: "/generations/" in d.current_url, 90, "the generation to cancel did not open")
+    submit_relu(b, "relu_cancel", 64)
     page_ready(b, "#cancel", message="no cancel button on a live generation")
     b.driver.find_element(By.ID, "cancel").click()
     b.wait(lambda d: d.find_elements(By.CSS_SELECTOR, ".status-line .badge-cancelled"), 120, "cancel did not stop the generation")

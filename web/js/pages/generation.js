@@ -79,7 +79,8 @@ export function render(main, params) {
   function draw_header(gen) {
     const note = gen.result?.note;
     header.replaceChildren(
-      h('p', {}, 'Op ', link(`#/ops/${gen.op_id}`, `${gen.op_id}`), ` · target ${gen.target} · model ${gen.model} · created `, time(gen.created_at)),
+      h('p', {}, 'Op ', link(`#/ops/${gen.op_id}`, `${gen.op_id}`), ` · target ${gen.target}${gen.device ? ` on ${gen.device}` : ''} · model ${gen.model} · created `, time(gen.created_at)),
+      gen.waiting_for ? notice(`Waiting: ${gen.waiting_for}.`, 'info') : '',
       h('p', { class: 'status-line' }, badge(gen.status), ' ', h('span', { class: 'progress wide' }, progress_of(gen)), ' ',
         h('span', { id: 'counts' }, counts_text(gen))),
       gen.error ? notice(`Error (attempt ${gen.error.attempt}): ${gen.error.message}`, 'error') : '',

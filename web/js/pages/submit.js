@@ -1,5 +1,5 @@
-// Submit: paste TorchScript, name the inputs and their shapes, pick target and
-// model, and POST /v1/generations. The API's field errors (problem+json `errors`,
+// Submit: paste TorchScript, name the inputs and their shapes, pick target, device
+// and model, and POST /v1/generations. The API's field errors (problem+json `errors`,
 // e.g. "op.inputs[0].shape") are shown next to the field they name; on success the
 // page follows the generation live (#/generations/{id}).
 // Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
@@ -45,7 +45,7 @@ function parse_shape(text) {
 
 // Field name from the API -> the control that shows its error.
 function control_for(form, field) {
-  const simple = { 'op.name': 'f-name', 'op.source': 'f-source', 'op.level': 'f-level', target: 'f-target', model: 'f-model',
+  const simple = { 'op.name': 'f-name', 'op.source': 'f-source', 'op.level': 'f-level', target: 'f-target', device: 'f-device', model: 'f-model',
     samples: 'f-samples', time_budget_s: 'f-budget', 'op.tolerance': 'f-atol', 'op.tolerance.atol': 'f-atol', 'op.tolerance.rtol': 'f-rtol' };
   if (simple[field]) return form.querySelector(`#${simple[field]}`);
   const match = /^op\.inputs\[(\d+)\](?:\.(\w+))?/.exec(field);
@@ -94,6 +94,9 @@ export function render(main) {
     h('div', { class: 'row' },
       h('div', {}, h('label', { for: 'f-target' }, 'Target'),
         h('select', { id: 'f-target' }, ['opencl', 'cuda', 'triton'].map((t) => h('option', { value: t }, t)))),
+      h('div', {}, h('label', { for: 'f-device' }, 'Device'),
+        h('select', { id: 'f-device' }, [['auto', 'auto'], ['cpu', 'cpu (PoCL)'], ['gpu', 'gpu']].map(([v, t]) => h('option', { value: v }, t))),
+        h('p', { class: 'hint' }, 'auto: cpu for opencl, gpu for cuda and triton')),
       h('div', {}, h('label', { for: 'f-model' }, 'Model'),
         h('input', { id: 'f-model', value: 'kforge-tiny', list: 'model-names', autocomplete: 'off', spellcheck: 'false' }), models,
         h('p', { class: 'hint' }, 'name or name@version; the teacher compiler answers until a version is trained')),
@@ -144,7 +147,8 @@ export function render(main) {
       inputs: op_inputs, tolerance: { atol, rtol } };
     const level = form.querySelector('#f-level').value;
     if (level) op.level = Number(level);
-    const body = { op, target: form.querySelector('#f-target').value, model: form.querySelector('#f-model').value.trim(),
+    const body = { op, target: form.querySelector('#f-target').value, device: form.querySelector('#f-device').value,
+      model: form.querySelector('#f-model').value.trim(),
       samples: Number(form.querySelector('#f-samples').value), time_budget_s: Number(form.querySelector('#f-budget').value) };
     submit_button.disabled = true;
     submit_button.textContent = 'Checking the op…';
