@@ -1,4 +1,5 @@
-// candidate_json and candidate_page behind api/candidate_view.h.
+// candidate_json and candidate_page behind api/candidate_view.h: one candidate's JSON
+// and one page of them. Tested over HTTP: scripts/test.sh build -R 'api_web|api_resources'
 #include "api/candidate_view.h"
 
 #include "api/handler_util.h"
