@@ -1,5 +1,6 @@
 // System routes: /v1/health (liveness, version), /v1/ready (database reachable and
 // migrations applied), and static files from the web folder at /.
+// Test: ctest -R 'server_system_test|api_core_test'.
 #pragma once
 
 #include <string>
