@@ -34,6 +34,13 @@ json candidate_json(const db::CandidateRecord& c, bool with_source) {
               {"details", parse_stored(c.details_json)},
               {"created_at", c.created_at}};
   out["model_id"] = c.model_id ? json(c.model_id) : json(nullptr);
+  // Both baselines by name: speedup is against eager (libtorch on a CPU, CUDA eager on a
+  // GPU); torch.compile is measured on GPUs only (null elsewhere).
+  const json& details = out["details"];
+  out["speedup_vs_eager"] = optional_number(c.speedup);
+  out["speedup_vs_compile"] = details.is_object() && details.contains("speedup_vs_compile") && c.speedup
+                                  ? details["speedup_vs_compile"]
+                                  : json(nullptr);
   if (with_source) out["source"] = c.source;
   return out;
 }

@@ -237,4 +237,19 @@ std::string helper_binary_path(const std::string& name) {
   return self_exe_dir() + "/" + name;
 }
 
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = dirs.substr(begin, end - begin) + "/" + name;
+    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return name;
+}
+
 }  // namespace kforge::harness

@@ -71,5 +71,7 @@ class SandboxProcess {
 std::string self_exe_dir();
 //! Full path of a helper binary: $KFORGE_BIN_DIR/name, else next to this executable.
 std::string helper_binary_path(const std::string& name);
+//! `name` itself when it holds a '/', else its full path found on $PATH (else `name`).
+std::string resolve_program(const std::string& name);
 
 }  // namespace kforge::harness

@@ -148,6 +148,12 @@ class TritonRunnerTest(unittest.TestCase):
         self.assertTrue(reply["ok"], reply)
         self.assertTrue(np.isnan(self.arena.output(0)).all())
 
+    def test_write_past_an_allocated_output_is_caught(self):
+        self.assertTrue(self.runner.build("oob_store.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertEqual(reply["kind"], "runtime_error", reply)
+        self.assertIn("out-of-bounds", reply["message"])
+
     def test_input_mutation_is_caught(self):
         self.assertTrue(self.runner.build("mutate_input.py")["ok"])
         reply = self.runner.run(0)

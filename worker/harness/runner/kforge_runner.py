@@ -246,6 +246,11 @@ class Runner:
         if self.counter.launches == before:
             raise CandidateError("rule_violation", "no kernel launched: forward returned without launching a "
                                  "@triton.jit kernel (every forward must compute in Triton)", rule="no_triton_launch")
+        if poison:
+            self.sync()
+            if guard.damaged():
+                raise CandidateError("runtime_error", "out-of-bounds write: memory just outside a tensor that forward "
+                                     "allocated was modified")
         return out
 
     def check_outputs(self, out, specs):
