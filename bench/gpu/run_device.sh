@@ -24,6 +24,13 @@ export KFORGE_PYTHON=${KFORGE_PYTHON:-$(command -v python3)}
 export LD_LIBRARY_PATH=$deps/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_PG_BINDIR=$deps/lib/postgresql/15/bin
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
+# At most 8 files come back from a device call: everything but the summary goes into run.tgz.
+pack() {
+  local files
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|stages.log|run.tgz)$')
+  [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
+}
+trap pack EXIT
 
 stage_build() {
   if [ ! -d "$deps" ]; then

@@ -206,6 +206,22 @@ class ReferenceRunnerTest(unittest.TestCase):
             runner.close()
             os.close(arena.fd)
 
+    def test_torch_names_resolve_as_in_torchscript(self):
+        arena = Arena(trials=1, n=256)
+        runner = Runner(arena, role="reference")
+        try:
+            # torch.silu has no Python name in torch; TorchScript resolves it to aten::silu.
+            reply = runner.send({"cmd": "build", "source": "def forward(x: Tensor, y: Tensor) -> Tensor:\n"
+                                                           "    return torch.silu(x) * y\n"})
+            self.assertTrue(reply["ok"], reply)
+            reply = runner.run(0)
+            self.assertTrue(reply["ok"], reply)
+            x, y = arena.values[0]
+            np.testing.assert_allclose(arena.output(0), x / (1 + np.exp(-x)) * y, rtol=1e-5, atol=1e-6)
+        finally:
+            runner.close()
+            os.close(arena.fd)
+
     def test_source_that_is_not_torchscript_is_refused(self):
         arena = Arena(trials=1, n=8)
         runner = Runner(arena, role="reference")
