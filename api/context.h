@@ -1,5 +1,6 @@
 // What every API handler may use: the database pool, the metrics registry and
 // limits. Owned by the server's main; handlers receive it by reference.
+// Test: every route test, e.g. ctest -R 'api_(core|resources)_test'.
 #pragma once
 
 #include <cstddef>
