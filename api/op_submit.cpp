@@ -73,7 +73,7 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
                           "must be an object"}});
     return out;
   }
-  auto parsed = spec::parse_op_spec(op_body.dump());
+  auto parsed = spec::parse_op_spec(op_body.dump(), /*reject_unknown=*/true);
   if (!parsed.ok()) {
     std::vector<FieldError> fields;
     for (const auto& error : parsed.errors) fields.push_back({field_prefix + error.field, error.message});
@@ -103,12 +103,20 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
     out.error = probe_failure(probe, field_prefix);
     return out;
   }
-  json sample = {{"outputs", json::array()}, {"scaled", probe.scaled}, {"wall_ms", probe.wall_ms}};
+  // `outputs` are the declared shapes' (the probe may have run on scaled-down inputs);
+  // what the sample run itself produced is kept beside them as sample_outputs.
+  auto outputs_json = [](const std::vector<harness::OutputInfo>& outputs) {
+    json out = json::array();
+    for (const auto& output : outputs) out.push_back({{"shape", output.shape}, {"dtype", spec::dtype_name(output.dtype)}});
+    return out;
+  };
+  json sample = {{"outputs", outputs_json(probe.declared_outputs)},
+                 {"sample_outputs", outputs_json(probe.outputs)},
+                 {"scaled", probe.scaled},
+                 {"wall_ms", probe.wall_ms}};
+  if (!probe.declared_error.empty()) sample["declared_outputs_error"] = probe.declared_error;
   sample["shapes"] = json::object();
   for (const auto& [name, shape] : probe.shapes) sample["shapes"][name] = shape;
-  for (const auto& output : probe.outputs) {
-    sample["outputs"].push_back({{"shape", output.shape}, {"dtype", spec::dtype_name(output.dtype)}});
-  }
   db::OpRecord record;
   record.name = parsed.spec.name;
   record.source = parsed.spec.source;

@@ -1,6 +1,7 @@
 // /v1/health, /v1/ready and static files.
 #include "api/system_routes.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -55,6 +56,11 @@ HttpResponse serve_static(const std::string& web_dir, const std::string& path) {
   if (rel.find("..") != std::string::npos || rel.find('\0') != std::string::npos) {
     return problem(ErrorKind::not_found, "no such file " + path);
   }
+  // Only regular files: a directory ("/.", "/js/") opens as a stream that reads nothing.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(web_dir + rel, ec)) {
+    return problem(ErrorKind::not_found, "no route or file for " + path);
+  }
   std::ifstream in(web_dir + rel, std::ios::binary);
   if (!in) return problem(ErrorKind::not_found, "no route or file for " + path);
   std::ostringstream data;
@@ -73,9 +79,14 @@ void add_system_routes(Router& router, SystemState& state) {
   }, /*runs_inline=*/true);
   router.add("GET", "/v1/ready", [&state](HttpRequest&) { return ready(state); });
   router.set_fallback([&state](HttpRequest& req) {
-    if (req.method != "GET" && req.method != "HEAD") return problem(ErrorKind::not_found, "no route for " + req.path);
     if (req.path.rfind("/v1/", 0) == 0) return problem(ErrorKind::not_found, "no route for " + req.path);
-    return serve_static(state.web_dir, req.path);
+    HttpResponse file = serve_static(state.web_dir, req.path);
+    if (req.method == "GET" || req.method == "HEAD" || file.status != 200) return file;
+    // A static file answers GET and HEAD only.
+    if (req.method == "OPTIONS") return options_response("GET");
+    HttpResponse resp = problem(ErrorKind::method_not_allowed, req.method + " is not allowed on " + req.path);
+    resp.headers.emplace_back("Allow", "GET");
+    return resp;
   });
 }
 

@@ -1,5 +1,6 @@
 // Ops: POST /v1/ops (scope submit; validated, compiled and sample-run in the
-// sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public).
+// sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public), DELETE /v1/ops/{id}
+// (admin: the op and its candidates, unless a generation of it is in flight).
 // Tested over HTTP in tests/server/api_resources_test.cpp and api_core_test.cpp.
 #include "api/routes/routes.h"
 
@@ -51,12 +52,28 @@ HttpResponse get_op(ApiContext& ctx, HttpRequest& req) {
   });
 }
 
+HttpResponse delete_op(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::admin, [&](pqxx::connection& conn, const Principal&) {
+    int64_t op_id = 0;
+    if (!parse_path_id(req.path_params["id"], &op_id)) return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    auto deleted = db::op_delete(conn, op_id);
+    if (!deleted.found) return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    if (deleted.in_flight > 0) {
+      return problem(ErrorKind::conflict, "op " + std::to_string(op_id) + " has " + std::to_string(deleted.in_flight) +
+                                              " generation(s) waiting or running; cancel them first");
+    }
+    return json_response(200, {{"id", op_id}, {"object", "op"}, {"deleted", true},
+                               {"candidates_deleted", deleted.candidates_deleted}});
+  });
+}
+
 }  // namespace
 
 void add_op_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/v1/ops", [&ctx](HttpRequest& req) { return create_op(ctx, req); });
   router.add("GET", "/v1/ops", [&ctx](HttpRequest& req) { return list_ops(ctx, req); });
   router.add("GET", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return get_op(ctx, req); });
+  router.add("DELETE", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return delete_op(ctx, req); });
 }
 
 }  // namespace kforge::api
