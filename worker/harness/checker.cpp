@@ -250,6 +250,7 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
   launch.limits.address_space_bytes = options.sandbox_memory_bytes;
   launch.arena_fd = arena.fd;
+  launch.stop_requested = options.stop_requested;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
   if (!first || !first->await_ready(error)) return false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +60,9 @@ struct CheckOptions {
   std::string build_options = "-cl-std=CL1.2";       //!< OpenCL compiler options
   std::string sandbox_binary;        //!< default: kforge-sandbox next to this executable
   int64_t llc_bytes = 0;             //!< last-level cache size for rotation (0: read from sysfs)
+  //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
+  //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
+  std::function<bool()> stop_requested;
 };
 
 //! Where and how outputs first differed.
