@@ -1,12 +1,13 @@
 # kforge: the README's commands. `make help` lists them.
 #   make run    deps, build, embedded PostgreSQL, server on :8080 and one worker
-#   make test   deps, build, throwaway PostgreSQL, every test through ctest
+#   make test   deps, build, the docs check, throwaway PostgreSQL, every test through ctest
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+BENCH ?=
 
-.PHONY: help deps build run test test-fast bench fmt clean
+.PHONY: help deps build run test test-fast check-docs bench fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -24,14 +25,17 @@ build: deps $(BUILD_DIR)/build.ninja ## configure and build (Release, ccache whe
 run: build ## start PostgreSQL, kforge-server on http://127.0.0.1:8080 and one worker; Ctrl-C stops all
 	@scripts/run.sh $(BUILD_DIR)
 
-test: build ## run every test against a throwaway PostgreSQL
+test: build check-docs ## check the docs, then run every test against a throwaway PostgreSQL
 	@scripts/test.sh $(BUILD_DIR) $(CTEST_ARGS)
 
 test-fast: build ## run only the tests that need no database
 	@cd $(BUILD_DIR) && ctest -L fast --output-on-failure -j $(JOBS)
 
-bench: build ## run the benchmarks (see bench/README.md)
-	@echo "benchmarks: see bench/README.md"
+check-docs: $(BUILD_DIR)/build.ninja ## fail when a doc or file header names a missing test, target or file, or a source file has no header
+	@python3 scripts/check_docs.py $(BUILD_DIR)
+
+bench: build ## list the benchmarks (bench/README.md); BENCH=name runs one
+	@bench/run.sh $(BENCH)
 
 fmt: ## clang-format every C++ source
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

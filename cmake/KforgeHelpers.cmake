@@ -1,7 +1,7 @@
 # Helpers shared by every folder: one way to declare a library, an executable
 # and a test (with labels fast, db, slow, gpu), and to embed files (SQL, OpenAPI).
 
-# kforge_add_library(name SOURCES a.cpp ... [DEPS lib ...] [PUBLIC_DEPS lib ...])
+# kforge_add_library(name SOURCES <file>.cpp ... [DEPS lib ...] [PUBLIC_DEPS lib ...])
 function(kforge_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
@@ -23,8 +23,8 @@ function(kforge_add_executable name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
-# kforge_add_test(name SOURCES t.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s])
-# Every test binary links GoogleTest and tests/support; ctest -L picks by label.
+# kforge_add_test(name SOURCES <test>.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s])
+# Every test binary links GoogleTest and tests/support; `ctest -L <label>` picks by label.
 function(kforge_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})

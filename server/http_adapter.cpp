@@ -2,7 +2,7 @@
 // cpprestsdk pool thread: check headers and Content-Length -> read the body in
 // 64 KiB steps (413 as soon as it passes the limit, chunked or not) -> hand the
 // handler to the bounded executor (or run it here if the route is inline) ->
-// reply, count, log. See docs/api.md for what cpprestsdk does not let us bound.
+// reply (api/conditional.h: ETag, 304), count, log. See docs/api.md for what cpprestsdk does not let us bound.
 #include "server/http_adapter.h"
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/uri.h>
 
+#include "api/conditional.h"
 #include "api/errors.h"
 #include "common/log.h"
 
@@ -78,6 +79,7 @@ struct HttpServer::Impl {
   };
 
   void finish(const std::shared_ptr<Exchange>& ex, api::HttpResponse resp, bool close_connection = false) {
+    resp = api::conditional_get(ex->req, std::move(resp));  // ETag on 200 GETs; 304 when the client has it
     bool head = ex->req.method == "HEAD";
     // A file body is streamed from disk in cpprestsdk's chunks, never held in memory whole.
     std::optional<concurrency::streams::istream> file;

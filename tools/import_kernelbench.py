@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Converts a KernelBench problem file (class Model, get_inputs, get_init_inputs) into a
 # kforge op JSON: the forward as a TorchScript function over builtins, parameters as inputs.
-# Run: /usr/bin/python3 tools/import_kernelbench.py problem.py [-o op.json]; test: ctest -R tools_import
+# Run: /usr/bin/python3 tools/import_kernelbench.py <problem>.py [-o op.json]; test: ctest -R tools_import
 """KernelBench problem -> kforge op.
 
 The module's forward is traced with torch.fx; every node becomes one line of a

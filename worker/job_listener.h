@@ -1,7 +1,7 @@
 // LISTEN on its own connection for new jobs (kforge_jobs) and cancellations
 // (kforge_job_cancel); reconnects when the connection drops. The worker keeps
 // polling meanwhile, so a lost NOTIFY only costs latency, never a stall.
-// Tests: tests/worker/worker_loop_test.cpp (NOTIFY latency, database restart).
+// Tests: ctest -R 'worker_(jobs|cluster)_test' (NOTIFY latency, a database restart).
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,6 @@
 // The worker's queue flags (slots, queue, lease, poll, batches, backoff...) as
 // one table, so kforge-worker and test/bench workers parse them the same way.
-// Tests: tests/worker/worker_loop_test.cpp starts workers with these flags.
+// Tests: ctest -R 'worker_(jobs|cluster)_test' start workers with these flags.
 #pragma once
 
 #include <vector>

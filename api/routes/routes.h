@@ -14,7 +14,7 @@ void add_admin_routes(Router& router, ApiContext& ctx);
 void add_leaderboard_routes(Router& router, ApiContext& ctx);
 //! /v1/models, /v1/models/{id}, /v1/models/{id}/files/{name}.
 void add_model_routes(Router& router, ApiContext& ctx);
-//! /v1/ops (POST submit, GET public).
+//! /v1/ops (POST submit, GET public), /v1/ops/{id}/candidates, /v1/candidates/{id}.
 void add_op_routes(Router& router, ApiContext& ctx);
 //! /v1/generations and its /cancel, /candidates.
 void add_generation_routes(Router& router, ApiContext& ctx);

@@ -8,6 +8,10 @@
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
+#   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
+#   harness  overhead, candidates/s (cold, warm) and timing spread per target
+#   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
+#   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,6 +24,13 @@ export KFORGE_PYTHON=${KFORGE_PYTHON:-$(command -v python3)}
 export LD_LIBRARY_PATH=$deps/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_PG_BINDIR=$deps/lib/postgresql/15/bin
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
+# At most 8 files come back from a device call: everything but the summary goes into run.tgz.
+pack() {
+  local files
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|stages.log|run.tgz)$')
+  [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
+}
+trap pack EXIT
 
 stage_build() {
   if [ ! -d "$deps" ]; then
@@ -46,7 +57,7 @@ stage_test() {
   local started=$SECONDS
   # The whole suite that this build has (no HTTP tests), against a throwaway PostgreSQL
   # from the bundle; gpu-labelled tests run for real here.
-  KFORGE_RUNNER_DEVICE=cuda scripts/test.sh build-gpu -j 8 > "$OUT/test.log" 2>&1
+  KFORGE_RUNNER_DEVICE=cuda scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
@@ -63,13 +74,42 @@ stage_timing() {
 }
 
 stage_e2e() {
-  bash bench/gpu/e2e.sh build-gpu 2>&1 | tee "$OUT/e2e.log" | tail -40
+  bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
+    "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
+}
+
+stage_adversarial() {
+  python3 bench/gpu/adversarial.py --bin build-gpu/bin --out "$OUT/adversarial.json" 2>&1 | tee "$OUT/adversarial.log" | tail -40
+}
+
+stage_harness() {
+  python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" 2>&1 | tee "$OUT/harness.log" | tail -10
+}
+
+# Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
+stage_diag() {
+  local torch_lib
+  torch_lib=$("$KFORGE_PYTHON" -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
+  {
+    echo "== std::filesystem symbols defined by torch's libraries"
+    for lib in "$torch_lib"/libtorch_cpu.so "$torch_lib"/libc10.so; do
+      echo "$lib: $(nm -D --defined-only "$lib" 2>/dev/null | grep -c '_ZNSt10filesystem')"
+    done
+    echo "== libstdc++ the tests load"; ldd build-gpu/bin/train_test | grep -E 'stdc|torch_cpu|c10'
+    echo "== backtrace (cuda-gdb)"
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args build-gpu/bin/tools_synth_ops_test 2>&1 | grep -E '^#|signal|SIGSEGV' | head -30
+  } > "$OUT/diag.txt" 2>&1
+  cat "$OUT/diag.txt"
+}
+
+stage_summarize() {
+  python3 bench/gpu/summarize.py --in "$OUT" --out "$OUT/gpu.json" && cat "$OUT/gpu.json" | head -60
 }
 
 [ $# -gt 0 ] || set -- build test
 for stage in "$@"; do
   case "$stage" in
-    build|test|check|timing|e2e) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
+    build|test|check|timing|e2e|adversarial|harness|diag|summarize) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -94,7 +94,7 @@ TEST(ApiStore, OpsCandidatesModelsAndPreparedLeaderboard) {
 
   // The prepared leaderboard statement is reused across calls on one connection.
   for (int call_idx = 0; call_idx < 3; ++call_idx) {
-    auto rows = kforge::db::leaderboard_ops(*conn, 0, "", "", "", 10);
+    auto rows = kforge::db::leaderboard_ops(*conn, 0, "", "", {}, 10);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_DOUBLE_EQ(*rows[0].speedup, 3.0);
   }
@@ -219,7 +219,7 @@ TEST(ApiStore, DeleteOpsAndArchiveModels) {
   EXPECT_TRUE(deleted.found);
   EXPECT_EQ(deleted.candidates_deleted, 1);
   EXPECT_FALSE(kforge::db::op_get(*conn, op_id));
-  EXPECT_TRUE(kforge::db::leaderboard_ops(*conn, 0, "", "", "", 10).empty());
+  EXPECT_TRUE(kforge::db::leaderboard_ops(*conn, 0, "", "", {}, 10).empty());
   EXPECT_FALSE(kforge::db::op_delete(*conn, op_id).found);
 
   kforge::db::ModelRecord model;

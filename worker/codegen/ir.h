@@ -1,6 +1,7 @@
 // The teacher compiler's tensor IR: an op's TorchScript graph reduced to a few node
 // kinds (pointwise, reduce, matmul, view) with main-shape sizes and their launch
-// expressions. Built by import_graph.cpp, lowered by lower.cpp. Test: ctest -R codegen.
+// expressions. Built by import_graph.cpp, split into stages by partition.cpp, emitted by
+// emit*.cpp. Test: ctest -R codegen.
 #pragma once
 
 #include <cstdint>

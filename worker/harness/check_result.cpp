@@ -24,7 +24,14 @@ json environment_to_json(const Environment& environment) {
           {"torch_version", environment.torch_version},
           {"torch_threads", environment.torch_threads},
           {"blas", environment.blas},
-          {"load_average", environment.load_average}};
+          {"load_average", environment.load_average},
+          {"target", environment.target},
+          {"gpu", environment.gpu},
+          {"baseline", environment.baseline},
+          {"triton_version", environment.triton_version},
+          {"cuda_version", environment.cuda_version},
+          {"gpu_clocks", environment.gpu_clocks},
+          {"reference_max_abs_diff", environment.reference_max_abs_diff}};
 }
 
 Environment environment_from_json(const json& e) {
@@ -39,6 +46,13 @@ Environment environment_from_json(const json& e) {
   environment.torch_threads = e.value("torch_threads", 0);
   environment.load_average = e.value("load_average", 0.0);
   environment.blas = e.value("blas", "");
+  environment.target = e.value("target", "");
+  environment.gpu = e.value("gpu", false);
+  environment.baseline = e.value("baseline", "");
+  environment.triton_version = e.value("triton_version", "");
+  environment.cuda_version = e.value("cuda_version", "");
+  environment.gpu_clocks = e.value("gpu_clocks", "");
+  environment.reference_max_abs_diff = e.value("reference_max_abs_diff", 0.0);
   return environment;
 }
 
@@ -120,8 +134,11 @@ std::string CheckResult::to_json() const {
   if (mismatch) out["mismatch"] = mismatch_to_json(*mismatch);
   if (kernel) out["kernel"] = timing_stats_to_json(*kernel);
   if (baseline) out["baseline"] = timing_stats_to_json(*baseline);
+  if (baseline_compile) out["baseline_compile"] = timing_stats_to_json(*baseline_compile);
+  if (kernel && baseline_compile) out["speedup_vs_compile"] = speedup_vs_compile;
   if (kernel && baseline) {
     out["speedup"] = speedup;
+    out["speedup_vs_eager"] = speedup;
     out["suspicious"] = suspicious;
   }
   out["weak_test"] = weak_test;
@@ -156,7 +173,9 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
     if (in.contains("mismatch")) out.mismatch = mismatch_from_json(in["mismatch"]);
     if (in.contains("kernel")) out.kernel = timing_stats_from_json(in["kernel"]);
     if (in.contains("baseline")) out.baseline = timing_stats_from_json(in["baseline"]);
+    if (in.contains("baseline_compile")) out.baseline_compile = timing_stats_from_json(in["baseline_compile"]);
     out.speedup = in.value("speedup", 0.0);
+    out.speedup_vs_compile = in.value("speedup_vs_compile", 0.0);
     out.suspicious = in.value("suspicious", false);
     out.weak_test = in.value("weak_test", false);
     out.cached = in.value("cached", false);
@@ -188,7 +207,7 @@ bool result_is_storable(const CheckResult& result) {
 
 std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
   // Bump the harness version when a change makes earlier verdicts or timings stale.
-  std::string fingerprint = "harness=2;trials=" + std::to_string(options.trials) +
+  std::string fingerprint = "harness=3;target=" + options.target + ";trials=" + std::to_string(options.trials) +
                             ";extra=" + std::to_string(options.check_extra_shapes) +
                             ";determinism=" + std::to_string(options.determinism) +
                             ";time=" + std::to_string(options.time) + ";build=" + options.build_options;

@@ -134,7 +134,10 @@ struct Checker::Impl {
   std::optional<TimingStats> baseline;
   int baseline_timings = 0;
   std::map<std::string, CheckResult> cache;
+  bool gpu = false;                        // the candidate's device is a GPU: GPU reference and baselines
+  std::optional<TimingStats> baseline_compile;
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
+  std::unique_ptr<SandboxChild> gpu_reference;  // the runner with the op's own code (never a candidate's)
 
   // Set-up, once per op (Checker::create).
   void make_trials(uint64_t fresh, uint64_t secret);
@@ -142,6 +145,8 @@ struct Checker::Impl {
   bool build_arena(std::string& error);
   void choose_rotations();
   bool start_sandboxes(std::string& error);
+  std::vector<std::string> runner_argv(const std::string& role, const std::string& device) const;
+  bool start_gpu_reference(std::string& error);
 
   // One check: the stages in order. Each returns false once it has set the verdict.
   void run_check(const std::string& program_text, CheckResult& result);
@@ -155,9 +160,21 @@ struct Checker::Impl {
   bool outputs_match(size_t trial_idx, const std::vector<int64_t>& output_offsets, const std::string& what,
                      CheckResult& result) const;
   bool is_deterministic(SandboxChild& child, const LaunchPlan& plan, CheckResult& result);
-  void time_candidate(SandboxChild& child, const LaunchPlan& plan, CheckResult& result);
+  void time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result);
+  bool timed_outputs_match(CheckResult& result) const;
   TimingStats time_baseline();
+  bool time_gpu_baselines(CheckResult& result);
   TimingProtocol timing_protocol() const;
+  json timing_knobs() const;
+
+  // The triton target: the same stages through the Python runner (its own rules and build).
+  void run_triton_check(const std::string& program_text, CheckResult& result);
+  bool build_triton(SandboxChild& child, const std::string& source, CheckResult& result);
+  json runner_io(size_t trial_idx, const std::vector<int64_t>& output_offsets) const;
+  bool run_runner_trial(SandboxChild& child, size_t trial_idx, const std::vector<int64_t>& output_offsets,
+                        const std::string& what, CheckResult& result);
+  bool reply_failed(const json& reply, const std::string& what, CheckResult& result);
+  std::vector<size_t> timing_trials() const;
 };
 
 // ------------------------------------------------------------------- set-up
@@ -245,10 +262,18 @@ void Checker::Impl::choose_rotations() {
 // Starts the first sandbox now: it tells us the device, and it is ready for the first candidate.
 bool Checker::Impl::start_sandboxes(std::string& error) {
   SandboxLaunch launch;
-  launch.binary = options.sandbox_binary.empty() ? helper_binary_path("kforge-sandbox") : options.sandbox_binary;
-  launch.device = options.device;
+  if (options.target == "triton") {
+    launch.argv = runner_argv("candidate", options.device.empty() ? "cuda" : options.device);
+  } else if (options.target == "opencl" || options.target == "cuda") {
+    std::string binary = options.sandbox_binary.empty() ? helper_binary_path("kforge-sandbox") : options.sandbox_binary;
+    launch.argv = {binary, "--target", options.target, "--device", options.device};
+  } else {
+    error = "unknown target '" + options.target + "' (opencl, cuda or triton)";
+    return false;
+  }
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
-  launch.limits.address_space_bytes = options.sandbox_memory_bytes;
+  // A CUDA context reserves address space for all device and host memory: no RLIMIT_AS there.
+  launch.limits.address_space_bytes = options.target == "opencl" ? options.sandbox_memory_bytes : 0;
   launch.arena_fd = arena.fd;
   launch.stop_requested = options.stop_requested;
   sandboxes = std::make_unique<SandboxPool>(launch);
@@ -262,10 +287,85 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   environment.opencl_c_version = device.value("c_version", "");
   environment.compute_units = device.value("compute_units", 1);
   environment.torch_version = torch_version_string();
-  environment.torch_threads = environment.compute_units;
-  environment.blas = blas_description();
+  environment.target = options.target;
+  environment.triton_version = device.value("triton_version", "");
+  environment.cuda_version = device.value("cuda_version", "");
+  gpu = !device.value("is_cpu", true);
+  environment.gpu = gpu;
+  if (gpu) {
+    environment.baseline = "PyTorch CUDA eager and torch.compile (default mode) in a separate trusted runner; "
+                           "CUDA events, L2 flushed before every run, TF32 off";
+  } else {
+    environment.torch_threads = environment.compute_units;
+    environment.blas = blas_description();
+    environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) + " threads";
+  }
   max_block = device.value("max_work_group", int64_t{1024});
   sandboxes->keep(std::move(first));
+  return true;
+}
+
+// The Python runner: the triton target's candidates, and the GPU reference and baselines.
+std::vector<std::string> Checker::Impl::runner_argv(const std::string& role, const std::string& device) const {
+  std::string python = options.python;
+  if (python.empty()) {
+    const char* configured = std::getenv("KFORGE_PYTHON");
+    python = configured && *configured ? configured : "python3";
+  }
+  std::string script = options.runner_script.empty() ? helper_binary_path("runner/kforge_runner.py") : options.runner_script;
+  return {resolve_program(python), script, "--role", role, "--device", device};
+}
+
+// On a GPU the reference outputs come from the op's own code on CUDA tensors (TF32 off), in
+// a runner that never sees a candidate; the CPU libtorch outputs stay as a cross-check.
+bool Checker::Impl::start_gpu_reference(std::string& error) {
+  SandboxLaunch launch;
+  launch.argv = runner_argv("reference", "cuda");
+  launch.limits.cpu_seconds = options.sandbox_cpu_s;
+  launch.limits.address_space_bytes = 0;
+  launch.arena_fd = arena.fd;
+  gpu_reference = SandboxChild::start(launch, error);
+  if (!gpu_reference || !gpu_reference->await_ready(error)) {
+    error = "the GPU reference runner did not start: " + error;
+    return false;
+  }
+  const json& device = gpu_reference->device();
+  environment.triton_version = device.value("triton_version", "");
+  environment.cuda_version = device.value("cuda_version", "");
+  environment.torch_version = device.value("torch_version", environment.torch_version);
+  CheckResult scratch;
+  json reply;
+  if (!gpu_reference->exchange({{"cmd", "build"}, {"source", normalize_source(spec.source).source},
+                                {"compile", options.compile_baseline}},
+                               options.build_timeout_s, "compiling the op on the GPU", reply, scratch) ||
+      !reply.value("ok", false)) {
+    error = "the op does not build on the GPU: " + (scratch.message.empty() ? reply.value("log", reply.dump()) : scratch.message);
+    return false;
+  }
+  for (size_t trial_idx = 0; trial_idx < trials.size(); ++trial_idx) {
+    Trial& trial = trials[trial_idx];
+    json command = runner_io(trial_idx, trial.output_offsets);
+    command["cmd"] = "run";
+    if (!gpu_reference->exchange(command, options.trial_timeout_s * 3, "the op on the GPU", reply, scratch) ||
+        !reply.value("ok", false)) {
+      error = "the op fails on the GPU with shapes " + describe_shapes(trial.shapes) + ": " +
+              (scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message);
+      return false;
+    }
+    for (size_t out_idx = 0; out_idx < trial.expected.size(); ++out_idx) {
+      HostTensor& expected = trial.expected[out_idx];
+      const uint8_t* gpu_out = arena.base + trial.output_offsets[out_idx];
+      HostTensor gpu_tensor = expected;
+      std::memcpy(gpu_tensor.data.data(), gpu_out, gpu_tensor.data.size());
+      for (int64_t idx = 0; idx < expected.numel(); ++idx) {
+        double diff = std::fabs(gpu_tensor.value_at(idx) - expected.value_at(idx));
+        if (std::isfinite(diff)) environment.reference_max_abs_diff = std::max(environment.reference_max_abs_diff, diff);
+      }
+      expected = std::move(gpu_tensor);
+    }
+  }
+  weak = std::all_of(trials[0].expected.begin(), trials[0].expected.end(),
+                     [](const HostTensor& t) { return near_constant(t); });
   return true;
 }
 
@@ -303,6 +403,7 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   if (!impl.run_reference(error) || !impl.build_arena(error)) return nullptr;
   impl.choose_rotations();
   if (!impl.start_sandboxes(error)) return nullptr;
+  if (impl.gpu && !impl.start_gpu_reference(error)) return nullptr;
   return checker;
 }
 
@@ -358,12 +459,25 @@ CheckResult Checker::check(const std::string& program_text) {
 }
 
 void Checker::Impl::run_check(const std::string& program_text, CheckResult& result) {
+  if (options.target == "triton") {
+    run_triton_check(program_text, result);
+    return;
+  }
   auto parsed = parse_program(program_text);
   if (!parsed.ok()) {
     fail(result, Outcome::format_error, parsed.error);
     return;
   }
   const KernelProgram& program = parsed.program;
+  const bool cuda_source = program.dialect == Dialect::cuda;
+  if (cuda_source != (options.target == "cuda")) {
+    fail(result, Outcome::format_error,
+         cuda_source ? "this is a CUDA program (__global__ kernels) but the target is " + options.target +
+                           ": write __kernel functions in OpenCL C, or check it with target cuda"
+                     : "this is an OpenCL program (__kernel functions) but the target is cuda: write "
+                       "extern \"C\" __global__ kernels (docs/kernel-format.md)");
+    return;
+  }
   std::vector<LaunchPlan> plans;
   if (!passes_static_rules(program, result) || !plan_launches(program, plans, result)) return;
 
@@ -377,7 +491,7 @@ void Checker::Impl::run_check(const std::string& program_text, CheckResult& resu
   }
   if (!build(*child, program, result) || !run_trials(*child, plans, result)) return;
   result.outcome = Outcome::correct;
-  if (options.time) time_candidate(*child, plans[0], result);
+  if (options.time) time_candidate(*child, &plans[0], result);
 }
 
 ProgramLimits Checker::Impl::program_limits() const {
@@ -411,14 +525,19 @@ bool Checker::Impl::plan_launches(const KernelProgram& program, std::vector<Laun
 
 bool Checker::Impl::build(SandboxChild& child, const KernelProgram& program, CheckResult& result) {
   json reply;
-  if (!child.exchange({{"cmd", "build"}, {"source", program.source}, {"options", options.build_options}},
+  std::vector<std::string> kernels;
+  for (const auto& kernel : program.kernels) kernels.push_back(kernel.name);
+  const bool cuda = options.target == "cuda";
+  if (!child.exchange({{"cmd", "build"}, {"source", program.source},
+                       {"options", cuda ? std::string() : options.build_options}, {"kernels", kernels}},
                       options.build_timeout_s, "compiling the program", reply, result))
     return false;
   result.compile_ms = reply.value("build_ms", 0.0);
   if (reply.value("ok", false)) return true;
   if (reply.value("kind", "") == "compile_error")
     return fail(result, Outcome::compile_error,
-                "the OpenCL compiler rejected the program:\n" + compile_log_excerpt(reply.value("log", "")));
+                std::string(cuda ? "NVRTC" : "the OpenCL compiler") + " rejected the program:\n" +
+                    compile_log_excerpt(reply.value("log", "")));
   return fail(result, Outcome::runtime_error, "compiling: " + reply.value("message", reply.dump()));
 }
 
@@ -514,10 +633,33 @@ TimingProtocol Checker::Impl::timing_protocol() const {
   return protocol;
 }
 
-// Times the correct candidate in its child (rotated inputs, the protocol in timing.h)
-// and the eager baseline in this process; a failed timing run is the verdict.
-void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan& plan, CheckResult& result) {
-  // The pre-started next sandbox initialises OpenCL and compiles a warm-up kernel
+// The main-shape trials (fresh seeds and the secret seed): the verified input sets that
+// timed runs rotate through, each timed output checked afterwards.
+std::vector<size_t> Checker::Impl::timing_trials() const {
+  std::vector<size_t> out;
+  for (size_t trial_idx = 0; trial_idx < trials.size(); ++trial_idx)
+    if (trials[trial_idx].shapes == trials[0].shapes) out.push_back(trial_idx);
+  return out;
+}
+
+json Checker::Impl::timing_knobs() const {
+  // On a GPU repeats stop once the spread is under 1% (KernelBench, GPU MODE), or at the budget.
+  return {{"max_seconds", options.time_budget_s},
+          {"target_iqr", gpu ? std::min(options.target_iqr, 0.01) : options.target_iqr},
+          {"attempts", options.timing_attempts},
+          {"max_contention", options.max_contention},
+          {"settle_tolerance", options.settle_tolerance},
+          {"input_region", arena.input_region},
+          {"arena_bytes", arena.total}};
+}
+
+// Times the correct candidate in its child: the verified trial sets rotate through the
+// same buffers (new data at the same addresses every visit), and what the timed runs
+// wrote comes back to be checked against the reference like any trial. Then the
+// baselines, by the same protocol: libtorch eager in this process on a CPU; PyTorch CUDA
+// eager and torch.compile in the reference runner on a GPU.
+void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result) {
+  // The pre-started next sandbox initialises its device and compiles a warm-up kernel
   // (~130 ms of CPU on an idle 2-core machine): let it finish before the timed runs
   // so the harness never competes with its own measurement.
   if (sandboxes->has_spare()) {
@@ -526,35 +668,193 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan& plan, 
     result.spare_wait_ms = ms_between(spare_started, clock_type::now());
   }
   auto timing_started = clock_type::now();
-  json time_command{{"cmd", "time"},
-                    {"plan", json::parse(launch_plan_to_json(plan))},
-                    {"inputs", trials[0].input_offsets},
-                    {"rotations", rotations},
-                    {"max_seconds", options.time_budget_s},
-                    {"target_iqr", options.target_iqr},
-                    {"attempts", options.timing_attempts},
-                    {"max_contention", options.max_contention},
-                    {"settle_tolerance", options.settle_tolerance},
-                    {"input_region", arena.input_region},
-                    {"arena_bytes", arena.total}};
+  json time_command = timing_knobs();
+  time_command["cmd"] = "time";
+  json sets = json::array();
+  for (size_t trial_idx : timing_trials()) {
+    if (plan) {
+      sets.push_back({{"inputs", trials[trial_idx].input_offsets}, {"outputs", trials[trial_idx].output_offsets}});
+    } else {
+      json io = runner_io(trial_idx, trials[trial_idx].output_offsets);
+      sets.push_back({{"inputs", io["inputs"]}, {"outputs", io["outputs"]}});
+    }
+  }
+  time_command["sets"] = sets;
+  if (plan) {
+    time_command["plan"] = json::parse(launch_plan_to_json(*plan));
+    time_command["rotations"] = gpu ? 1 : rotations;  // GPUs flush L2 instead of rotating buffers
+  }
   // Warm-up (at most half a window) plus up to `attempts` windows, with slack for slow runs.
   double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
   json reply;
   if (!child.exchange(time_command, time_limit_s, "timing", reply, result)) return;
   if (!reply.value("ok", false)) {
-    fail(result, Outcome::runtime_error, "timing: " + reply.value("message", reply.dump()));
+    reply_failed(reply, "timing", result);
     return;
   }
+  if (!timed_outputs_match(result)) return;
   TimingStats kernel = timing_stats_from_json(reply);
   child.quit();
   result.kernel = kernel;
-  result.baseline = time_baseline();
+  if (gpu) {
+    if (!time_gpu_baselines(result)) return;
+  } else {
+    result.baseline = time_baseline();
+  }
   result.time_ms = ms_between(timing_started, clock_type::now());
-  if (kernel.median_ms > 0) result.speedup = result.baseline->median_ms / kernel.median_ms;
+  if (kernel.median_ms > 0) {
+    result.speedup = result.baseline->median_ms / kernel.median_ms;
+    if (result.baseline_compile) result.speedup_vs_compile = result.baseline_compile->median_ms / kernel.median_ms;
+  }
   result.suspicious = result.speedup > options.suspicious_speedup;
   if (result.suspicious)
     result.message = "speedup " + format_value(result.speedup) + "x is above the sanity bound " +
                      format_value(options.suspicious_speedup) + "x: flagged for review";
+}
+
+// What the timed runs wrote must match the reference too: a kernel that caches results,
+// skips work once it is being timed, or races only under load is caught here.
+bool Checker::Impl::timed_outputs_match(CheckResult& result) const {
+  for (size_t trial_idx : timing_trials()) {
+    const std::string what = "a timed run on the inputs of " + trials[trial_idx].label;
+    if (!outputs_match(trial_idx, trials[trial_idx].output_offsets, what, result)) {
+      result.message += "; outputs of timed runs must match the reference like verified ones (a result cached "
+                        "across calls, or work skipped while timed, shows here)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// PyTorch CUDA eager and torch.compile of the op, timed once per op by the reference
+// runner over the same verified sets and with the same protocol as candidates.
+bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
+  for (const char* mode : {"eager", "compile"}) {
+    const bool compile = std::string(mode) == "compile";
+    if (compile && !options.compile_baseline) break;
+    std::optional<TimingStats>& stats = compile ? baseline_compile : baseline;
+    if (!stats) {
+      json command = timing_knobs();
+      command["cmd"] = "time";
+      command["mode"] = mode;
+      json sets = json::array();
+      for (size_t trial_idx : timing_trials()) {
+        json io = runner_io(trial_idx, trials[trial_idx].output_offsets);
+        sets.push_back({{"inputs", io["inputs"]}, {"outputs", io["outputs"]}});
+      }
+      command["sets"] = sets;
+      CheckResult scratch;
+      json reply;
+      // torch.compile's first call compiles (seconds to a minute); it is never timed.
+      double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
+      if (!gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) ||
+          !reply.value("ok", false)) {
+        std::string why = scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message;
+        if (compile) {  // the compile baseline is a bonus: say why it is missing, keep the verdict
+          environment.baseline += "; torch.compile failed: " + why.substr(0, 300);
+          break;
+        }
+        fail(result, Outcome::runtime_error, "harness error: timing the eager baseline: " + why);
+        return false;
+      }
+      stats = timing_stats_from_json(reply);
+      if (reply.contains("clocks")) environment.gpu_clocks = reply["clocks"].dump();
+    }
+  }
+  result.baseline = baseline;
+  result.baseline_compile = baseline_compile;
+  result.environment.baseline = environment.baseline;
+  result.environment.gpu_clocks = environment.gpu_clocks;
+  return true;
+}
+
+// ------------------------------------------------------ the triton target
+
+void Checker::Impl::run_triton_check(const std::string& program_text, CheckResult& result) {
+  std::string error;
+  auto wait_started = clock_type::now();
+  auto child = sandboxes->take(error);
+  result.sandbox_wait_ms = ms_between(wait_started, clock_type::now());
+  if (!child) {
+    fail(result, Outcome::runtime_error, "harness error: " + error);
+    return;
+  }
+  if (!build_triton(*child, strip_fence(program_text), result)) return;
+  for (size_t trial_idx = 0; trial_idx < trials.size(); ++trial_idx) {
+    const Trial& trial = trials[trial_idx];
+    // The first call compiles the Triton kernels: allow it the build's time.
+    if (!run_runner_trial(*child, trial_idx, trial.output_offsets, trial.label, result)) return;
+    if (!outputs_match(trial_idx, trial.output_offsets, trial.label, result)) return;
+    if (trial_idx == 0 && options.determinism) {
+      const std::string what = "the second run of " + trial.label;
+      if (!run_runner_trial(*child, 0, determinism_offsets, what, result)) return;
+      if (!outputs_match(0, determinism_offsets, what, result)) {
+        result.message += "; the program is nondeterministic: it races or reads memory it did not write";
+        return;
+      }
+    }
+    ++result.trials_passed;
+  }
+  result.outcome = Outcome::correct;
+  if (options.time) time_candidate(*child, nullptr, result);
+}
+
+bool Checker::Impl::build_triton(SandboxChild& child, const std::string& source, CheckResult& result) {
+  json reply;
+  if (!child.exchange({{"cmd", "build"}, {"source", source}}, options.build_timeout_s, "importing the module", reply,
+                      result))
+    return false;
+  result.compile_ms = reply.value("build_ms", 0.0);
+  if (reply.value("ok", false)) return true;
+  return reply_failed(reply, "importing the module", result);
+}
+
+// The runner's view of one trial: every input and output with its arena offset, shape and dtype.
+json Checker::Impl::runner_io(size_t trial_idx, const std::vector<int64_t>& output_offsets) const {
+  const Trial& trial = trials[trial_idx];
+  json inputs = json::array(), outputs = json::array();
+  for (size_t input_idx = 0; input_idx < trial.inputs.size(); ++input_idx)
+    inputs.push_back({{"name", spec.inputs[input_idx].name},
+                      {"offset", trial.input_offsets[input_idx]},
+                      {"shape", trial.inputs[input_idx].shape},
+                      {"dtype", spec::dtype_name(trial.inputs[input_idx].dtype)}});
+  for (size_t out_idx = 0; out_idx < trial.expected.size(); ++out_idx)
+    outputs.push_back({{"offset", output_offsets[out_idx]},
+                       {"shape", trial.expected[out_idx].shape},
+                       {"dtype", spec::dtype_name(trial.expected[out_idx].dtype)}});
+  return {{"inputs", inputs}, {"outputs", outputs}, {"input_region", arena.input_region}, {"arena_bytes", arena.total}};
+}
+
+bool Checker::Impl::run_runner_trial(SandboxChild& child, size_t trial_idx, const std::vector<int64_t>& output_offsets,
+                                     const std::string& what, CheckResult& result) {
+  json command = runner_io(trial_idx, output_offsets);
+  command["cmd"] = "run";
+  json reply;
+  double limit_s = result.trials_passed == 0 ? options.build_timeout_s : options.trial_timeout_s;
+  if (!child.exchange(command, limit_s, what, reply, result)) return false;
+  if (!reply.value("ok", false)) return reply_failed(reply, what, result);
+  result.run_ms += reply.value("run_ms", 0.0);
+  return true;
+}
+
+// A runner's {"ok": false} reply as the verdict: its rule, a compile error (Triton compiles
+// on first launch), an input it changed, or a runtime error.
+bool Checker::Impl::reply_failed(const json& reply, const std::string& what, CheckResult& result) {
+  const std::string kind = reply.value("kind", "");
+  const std::string message = reply.value("message", "");
+  if (kind == "rule_violation") {
+    result.rule = reply.value("rule", "");
+    return fail(result, Outcome::rule_violation, result.rule + ": " + message);
+  }
+  if (kind == "compile_error")
+    return fail(result, Outcome::compile_error, what + ": " + compile_log_excerpt(reply.value("log", message)));
+  if (kind == "input_mutated") {
+    result.rule = "input_mutated";
+    return fail(result, Outcome::rule_violation,
+                "input_mutated: " + what + " modified input '" + reply.value("buffer", "?") + "' (first changed byte " +
+                    std::to_string(reply.value("byte", int64_t{0})) + "); inputs are read-only, write results to the outputs");
+  }
+  return fail(result, Outcome::runtime_error, what + ": " + (message.empty() ? reply.dump() : message));
 }
 
 // The eager baseline is timed once per op and reused; a disturbed measurement (the

@@ -38,7 +38,8 @@ class ResultStore {
 
 //! Knobs for checking; defaults suit a worker on PoCL.
 struct CheckOptions {
-  std::string device;                //!< OpenCL device name substring ("" = first device)
+  std::string target = "opencl";     //!< kernel language: opencl, cuda (NVRTC + driver API) or triton (Python runner)
+  std::string device;                //!< opencl: a device name substring, "cpu" or "gpu" ("" = first device); cuda: index or name
   int trials = 5;                    //!< correctness trials with fresh seeds on the main shapes
   uint64_t secret_seed = 0;          //!< the worker's secret seed (0: KFORGE_SECRET_SEED, else random per process)
   bool check_extra_shapes = true;    //!< also one trial per extra shape set
@@ -60,6 +61,9 @@ struct CheckOptions {
   std::string build_options = "-cl-std=CL1.2";       //!< OpenCL compiler options
   std::string sandbox_binary;        //!< default: kforge-sandbox next to this executable
   int64_t llc_bytes = 0;             //!< last-level cache size for rotation (0: read from sysfs)
+  std::string python;                //!< the runner's interpreter (torch + triton); default $KFORGE_PYTHON, else python3
+  std::string runner_script;         //!< default: runner/kforge_runner.py next to this executable
+  bool compile_baseline = true;      //!< on a GPU, also time torch.compile (default mode) of the op
   //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
   //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
   std::function<bool()> stop_requested;
@@ -97,9 +101,15 @@ struct Environment {
   std::string device, platform, device_version, driver_version, opencl_c_version;
   int compute_units = 0;
   std::string torch_version;
-  int torch_threads = 0;     //!< threads of the libtorch baseline (= compute_units; OpenBLAS's too)
+  int torch_threads = 0;     //!< threads of the libtorch baseline (CPU only; = compute_units; OpenBLAS's too)
   std::string blas;          //!< the BLAS behind eager matmuls (blas_description())
   double load_average = 0;   //!< 1-minute load when the check ran
+  std::string target;        //!< opencl, cuda or triton
+  bool gpu = false;          //!< checked and timed on a GPU (reference, baselines and candidate)
+  std::string baseline;      //!< what the speedups are against, in words ("PyTorch CUDA eager ...")
+  std::string triton_version, cuda_version;  //!< the GPU runners' (empty on CPU)
+  std::string gpu_clocks;    //!< SM / memory clocks when the baselines were timed (nvidia-smi's view)
+  double reference_max_abs_diff = 0;  //!< GPU: largest |GPU reference - CPU libtorch reference| over the trials
 };
 
 //! Everything known about one candidate.
@@ -109,8 +119,10 @@ struct CheckResult {
   std::string rule;                    //!< rule name for rule_violation
   std::optional<Mismatch> mismatch;    //!< for wrong_output
   std::optional<TimingStats> kernel;   //!< for correct (when timed)
-  std::optional<TimingStats> baseline; //!< libtorch eager, same protocol
-  double speedup = 0;                  //!< baseline.median / kernel.median
+  std::optional<TimingStats> baseline; //!< eager (libtorch on the CPU; PyTorch CUDA eager on a GPU), same protocol
+  std::optional<TimingStats> baseline_compile;  //!< GPU: torch.compile (default mode) of the op, same protocol
+  double speedup = 0;                  //!< baseline.median / kernel.median (speedup_vs_eager in JSON too)
+  double speedup_vs_compile = 0;       //!< baseline_compile.median / kernel.median (0: not measured)
   bool suspicious = false;             //!< speedup above the sanity bound
   bool weak_test = false;              //!< the reference output is near-constant
   bool cached = false;                 //!< served from the result cache

@@ -1,5 +1,5 @@
 // Output comparison (compare.h); torch-free half/bfloat16 decoding.
-// Test: ctest -R harness_compare.
+// Test: ctest -R 'harness_(checker|adversarial)' (wrong outputs, NaN and Inf, weak tests).
 #include "worker/harness/compare.h"
 
 #include <cmath>

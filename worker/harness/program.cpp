@@ -428,15 +428,6 @@ std::vector<KernelDecl> find_kernels(const std::string& code, Dialect& dialect) 
   return kernels;
 }
 
-// Model output often comes wrapped in a markdown fence; take the first fenced block.
-std::string strip_fence(const std::string& text) {
-  size_t open = text.find("```");
-  if (open == std::string::npos) return text;
-  size_t body = text.find('\n', open);
-  if (body == std::string::npos) return text;
-  size_t close = text.find("```", body + 1);
-  return text.substr(body + 1, close == std::string::npos ? std::string::npos : close - body - 1);
-}
 
 }  // namespace
 
@@ -560,6 +551,16 @@ ProgramParse parse_program(const std::string& text) {
   program.code_without_comments = strip_comments(program.source);
   program.kernels = find_kernels(program.code_without_comments, program.dialect);
   return result;
+}
+
+// Model output often comes wrapped in a markdown fence; take the first fenced block.
+std::string strip_fence(const std::string& text) {
+  size_t open = text.find("```");
+  if (open == std::string::npos) return text;
+  size_t body = text.find('\n', open);
+  if (body == std::string::npos) return text;
+  size_t close = text.find("```", body + 1);
+  return text.substr(body + 1, close == std::string::npos ? std::string::npos : close - body - 1);
 }
 
 }  // namespace kforge::harness

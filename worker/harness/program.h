@@ -99,6 +99,9 @@ struct ProgramParse {
 //! Parses a program text. A ```-fenced block, if present, is taken as the program.
 ProgramParse parse_program(const std::string& text);
 
+//! The first ```-fenced block of a model's chat-style answer, or the text itself.
+std::string strip_fence(const std::string& text);
+
 //! Name of output `index` of `count` outputs: "out" when count is 1 (out0 also works), else "outN".
 std::string output_name(size_t index, size_t count);
 

@@ -1,5 +1,5 @@
 // Static rules and launch planning (see rules.h and docs/kernel-format.md for the
-// rule names). Test: ctest -R harness_rules.
+// rule names). Test: ctest -R 'harness_(adversarial|cl_backend)'.
 #include "worker/harness/rules.h"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // Static rules (the rule-based reward) and launch planning: checks a parsed
 // program against the op before anything is compiled, and resolves its launches
 // for one shape set into a LaunchPlan the sandbox executes. Each violation has a
-// name (docs/kernel-format.md) and a message. Test: ctest -R harness_rules.
+// name (docs/kernel-format.md) and a message. Test: ctest -R 'harness_(adversarial|cl_backend)'.
 #pragma once
 
 #include <cstdint>

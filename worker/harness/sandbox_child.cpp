@@ -26,7 +26,7 @@ bool fail(CheckResult& result, Outcome outcome, std::string message) {
 }  // namespace
 
 std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, std::string& error) {
-  auto process = SandboxProcess::start({launch.binary, "--device", launch.device}, launch.limits, launch.arena_fd, error);
+  auto process = SandboxProcess::start(launch.argv, launch.limits, launch.arena_fd, error);
   if (!process) return nullptr;
   std::unique_ptr<SandboxChild> child(new SandboxChild());
   child->process_ = std::move(process);
@@ -37,7 +37,7 @@ std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, s
 bool SandboxChild::await_ready(std::string& error) {
   if (ready_) return true;
   std::string line;
-  if (process_->read_line(line, clock_type::now() + std::chrono::seconds(60)) != ReadStatus::line) {
+  if (process_->read_line(line, clock_type::now() + std::chrono::seconds(120)) != ReadStatus::line) {
     process_->kill_now();
     error = "kforge-sandbox did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500);
     return false;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,10 +16,10 @@
 
 namespace kforge::harness {
 
-//! How a Checker starts its sandbox children.
+//! How a Checker starts its children: kforge-sandbox (opencl, cuda) or the Python runner
+//! (triton candidates; the GPU reference and baselines), all speaking the same protocol.
 struct SandboxLaunch {
-  std::string binary;   //!< kforge-sandbox
-  std::string device;   //!< OpenCL device name substring ("" = first)
+  std::vector<std::string> argv;  //!< absolute program path first ("kforge-sandbox --target cuda --device 0")
   SandboxLimits limits;
   int arena_fd = -1;    //!< the memfd arena, fd 3 in the child
   std::function<bool()> stop_requested;  //!< CheckOptions::stop_requested: polled while a child works
@@ -30,7 +31,8 @@ class SandboxChild {
   //! Starts a child; nullptr and `error` if the process cannot be started.
   static std::unique_ptr<SandboxChild> start(const SandboxLaunch& launch, std::string& error);
 
-  //! Waits (60 s at most) for the ready line: OpenCL initialised, device chosen.
+  //! Waits (120 s at most: a GPU runner imports torch and triton) for the ready line:
+  //! the device chosen and initialised.
   bool await_ready(std::string& error);
   //! The device the ready line described (name, platform, compute_units, max_work_group...).
   const nlohmann::json& device() const { return device_; }

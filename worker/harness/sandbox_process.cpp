@@ -1,6 +1,6 @@
 // posix_spawn + prlimit: no fork of the (threaded, libtorch-holding) parent's address
 // space, so it is safe and cheap from threaded parents (libtorch, OpenMP, cpprestsdk).
-// Test: ctest -R harness_sandbox_process.
+// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
 #include "worker/harness/sandbox_process.h"
 
 #include <fcntl.h>
@@ -235,6 +235,21 @@ std::string self_exe_dir() {
 std::string helper_binary_path(const std::string& name) {
   if (const char* dir = std::getenv("KFORGE_BIN_DIR"); dir && *dir) return std::string(dir) + "/" + name;
   return self_exe_dir() + "/" + name;
+}
+
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = dirs.substr(begin, end - begin) + "/" + name;
+    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return name;
 }
 
 }  // namespace kforge::harness

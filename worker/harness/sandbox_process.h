@@ -1,6 +1,6 @@
 // A child process under limits (CPU time, address space, wall clock, no core
 // dumps) talking over pipes: the isolation under the probe and the kernel sandbox.
-// Test: ctest -R harness_sandbox_process.
+// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
 #pragma once
 
 #include <sys/types.h>
@@ -71,5 +71,7 @@ class SandboxProcess {
 std::string self_exe_dir();
 //! Full path of a helper binary: $KFORGE_BIN_DIR/name, else next to this executable.
 std::string helper_binary_path(const std::string& name);
+//! `name` itself when it holds a '/', else its full path found on $PATH (else `name`).
+std::string resolve_program(const std::string& name);
 
 }  // namespace kforge::harness

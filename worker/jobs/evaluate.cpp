@@ -13,7 +13,7 @@
 #include "db/connection.h"
 #include "db/models.h"
 #include "db/sql.h"
-#include "worker/harness/devices.h"
+#include "worker/harness/host_devices.h"
 #include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/evaluate.h"
@@ -27,8 +27,9 @@ using json = nlohmann::json;
 
 // The OpenCL device the harness checks on (its first device), for the evaluations row.
 std::string check_device() {
-  auto devices = harness::list_devices();
-  return devices.empty() ? "" : devices.front().name;
+  // Listed by a child: this process must not initialise OpenCL (its sandboxes would see only PoCL).
+  auto host = harness::probe_host_devices();
+  return host.opencl.empty() ? "" : host.opencl.front().name;
 }
 
 worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& options) {

@@ -83,10 +83,6 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   } catch (const std::invalid_argument& e) {
     return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
   }
-  if (args.target != "opencl") {
-    return worker::JobOutcome::fail("target '" + args.target + "' is not supported by this worker (it runs opencl)",
-                                    /*retryable=*/false);
-  }
   auto conn = db::connect(database_url);
   spec::OpSpec spec;
   try {
@@ -103,11 +99,18 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     programs = policy_candidates(spec, model_dir, args.model_id, args.samples, args.seed);
   } else {
     note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
-    programs = teacher_candidates(spec, args.samples, &note);
+    programs = teacher_candidates(spec, args.samples, &note, args.target);
+  }
+  if (programs.empty()) {
+    return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
+                                    /*retryable=*/false);
   }
 
   std::string error;
   harness::CheckOptions options;
+  options.target = args.target;
+  // opencl runs on the job's device (cpu: PoCL, gpu: NVIDIA's platform); cuda and triton on CUDA device 0.
+  options.device = args.target == "opencl" ? spec::resolved_device(args) : "";
   options.result_store = make_db_result_store(database_url);  // identical candidates are checked once across jobs
   options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   auto checker = harness::Checker::create(spec, options, error);
@@ -173,8 +176,13 @@ GenerateArgs parse_generate_args(const std::string& args_json) {
   return args_or_throw(spec::read_generate(parse_job_args_json(args_json, "generate"), spec::Source::job));
 }
 
-std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note) {
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note,
+                                                 const std::string& target) {
   std::vector<CandidateProgram> programs;
+  if (target != "opencl") {
+    if (note) *note += (note->empty() ? "" : "; ") + std::string("the teacher compiler emits opencl only (so far)");
+    return programs;
+  }
   codegen::Analysis analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
     if (note) *note += (note->empty() ? "" : "; ") + std::string("teacher compiler: ") + analysis.unsupported;

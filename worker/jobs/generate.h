@@ -32,7 +32,8 @@ struct CandidateProgram {
 
 //! Up to `count` teacher-compiler programs, one per distinct schedule. `note` says
 //! why there are none (an op the teacher does not support).
-std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note);
+std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note,
+                                                 const std::string& target = "opencl");
 
 //! `count` samples from the HF model directory `model_dir` with the kforge-tiny
 //! prompt template. Throws std::runtime_error when the directory cannot be loaded.

@@ -1,5 +1,5 @@
-// Test helper: loads suite ops (suite/level*/NAME.json) as harness OpSpecs.
-// Used by the codegen tests.
+// Test helper: loads suite ops (suite/level*/<name>.json) as spec::OpSpec.
+// Used by the codegen tests (ctest -R codegen).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // Evaluation metrics: unbiased pass@k against brute-force enumeration, fast_p over
-// ALL ops, geometric-mean speedup, suspicious speedups never fast. Run: build/bin/train_eval_metrics_test
+// ALL ops, geometric-mean speedup, suspicious speedups never fast. Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='PassAtK*:SummarizeEval*')
 #include "worker/train/eval_metrics.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 // Evaluation runner on a tiny policy with a synthetic checker: n samples per op,
 // metrics consistent with the raw outcomes, reproducible from the seed, JSON shape.
-// Run: build/bin/train_evaluate_test
+// Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='EvaluatePolicy*')
 #include "worker/train/evaluate.h"
 
 #include <gtest/gtest.h>

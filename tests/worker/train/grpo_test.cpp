@@ -1,7 +1,8 @@
 // GRPO advantages and loss on small deterministic cases: clipping at eps_low /
 // eps_high, masking, token-level normalisation, k3 KL, log-ratio clamp, and a few
 // GRPO steps with reward "contains token 5" raising that token's probability.
-// Run: build/bin/train_grpo_test
+// Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='GroupAdvantages*:GrpoLoss*:GrpoSteps*:OverlongPenalty*:TokenHelpers*')
 #include "worker/train/grpo.h"
 
 #include <ATen/ATen.h>

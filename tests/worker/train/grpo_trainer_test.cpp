@@ -1,7 +1,8 @@
 // The GRPO loop end to end on a tiny bigram policy with synthetic checkers:
 // reward rises, metrics add up, rule violations are never credited and are
 // counted as hacking, zero-variance steps change nothing, KL needs a reference,
-// checks run in parallel. Run: build/bin/train_grpo_trainer_test
+// checks run in parallel. Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='CheckParallel*:GrpoTrainer*')
 #include "worker/train/grpo_trainer.h"
 
 #include <ATen/ATen.h>

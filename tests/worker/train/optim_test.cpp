@@ -1,5 +1,6 @@
 // Optimiser: warm-up + cosine schedule values, accumulation equals one big batch,
-// clipping bounds the update, save/load resumes exactly. Run: build/bin/train_optim_test
+// clipping bounds the update, save/load resumes exactly. Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='LrSchedule*:Optimizer*')
 #include "worker/train/optim.h"
 
 #include <ATen/ATen.h>

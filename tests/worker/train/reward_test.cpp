@@ -1,5 +1,6 @@
-// Reward from check outcomes (DESIGN.md "Reward"): zero for format errors and
-// rule violations, ordered partial credit, capped speed bonus. Run: build/bin/train_reward_test
+// Reward from check outcomes (the design brief's "Reward", docs/training.md): zero for
+// format errors and rule violations, ordered partial credit, capped speed bonus.
+// Run: ctest -R train_test (build/bin/train_test --gtest_filter='Reward*').
 #include "worker/train/reward.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // SFT loss: only completion tokens count (padding masked, even when it holds
-// -inf), normalisation by the step's token count. Run: build/bin/train_sft_loss_test
+// -inf), normalisation by the step's token count. Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='CompletionNll*')
 #include "worker/train/sft_loss.h"
 
 #include <ATen/ATen.h>

@@ -1,6 +1,7 @@
 // SFT trainer on a tiny bigram policy: loss and validation loss fall, long pairs
 // are skipped, a run stopped and resumed from its checkpoint ends bit-for-bit where
-// an uninterrupted run ends, JSONL in and out. Run: build/bin/train_sft_trainer_test
+// an uninterrupted run ends, JSONL in and out. Run: ctest -R train_test
+// (one binary: build/bin/train_test --gtest_filter='SftJsonl*:SftTrainer*')
 #include "worker/train/sft_trainer.h"
 
 #include <ATen/ATen.h>

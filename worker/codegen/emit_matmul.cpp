@@ -1,0 +1,293 @@
+// Matmul stages behind emit_program.h: local-memory tiles for GPUs (tile > 0), register
+// blocks with floatN loads for CPUs (tile 0), each with the stage's fused epilogue
+// applied before the single store. Test: ctest -R codegen.
+#include <algorithm>
+#include <sstream>
+
+#include "worker/codegen/emit_program.h"
+
+namespace kforge::codegen::emit {
+
+// The operands of a matmul stage as its kernel names them.
+struct MatmulOperands {
+  bool trans_a = false, trans_b = false;  // read through a transposing view
+  const Shape* a_eff = nullptr;            // shapes as the matmul sees them (after the views)
+  const Shape* b_eff = nullptr;
+  std::string a, b;                        // buffer parameters
+  std::string M, K, N;                     // size parameters (N is "1" for a matrix-vector product)
+  bool batched = false, b_batched = false, mv = false;
+};
+
+// The register-blocked layout: rm rows x (vec or cn) columns per work-item.
+struct RegisterBlock {
+  int rm = 1, vec = 4, cn = 1;
+  std::string vn, fv;            // "4", "float4"
+  std::string a_base, b_base;    // batch offsets
+  std::string out_row;           // offset of output row m
+  std::vector<std::string> coords;
+};
+
+// Registers A and B (under their views) and the M, K, N sizes, in that order.
+MatmulOperands ProgramEmitter::matmul_operands(const Node& mm, Kernel& k) {
+  MatmulOperands ops;
+  int a_id = strip_views(g_, mm.args[0], ops.trans_a), b_id = strip_views(g_, mm.args[1], ops.trans_b);
+  ops.a_eff = &g_.nodes[mm.args[0]].shape;
+  ops.b_eff = &g_.nodes[mm.args[1]].shape;
+  const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
+  ops.a = k.buffer(buffer_name(a_id));
+  ops.b = k.buffer(buffer_name(b_id));
+  ops.batched = a_eff.size() == 3;
+  ops.b_batched = b_eff.size() == 3;
+  ops.mv = b_eff.size() == 1;
+  ops.M = k.size(a_eff[a_eff.size() - 2].expr(), "M");
+  ops.K = k.size(a_eff.back().expr(), "K");
+  ops.N = ops.mv ? "1" : k.size(b_eff.back().expr(), "N");
+  return ops;
+}
+
+// ------------------------------------------------------------------ tiled matmul
+
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] with TS x TS tiles of A and B staged in
+// local memory; each work-item accumulates work_per_item rows of one column, then
+// applies the fused epilogue before its single store.
+std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, std::string& err) {
+  if (s_.tile == 0) return matmul_registers(stage, name, err);
+  const int ts = s_.tile, wpt = s_.work_per_item;
+  if (wpt < 1 || ts % wpt != 0) {
+    err = "work_per_item must divide tile";
+    return "";
+  }
+  const int rts = ts / wpt;
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
+  const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
+  const std::string &M = ops.M, &K = ops.K, &N = ops.N;
+  const std::string a_off = std::string(ops.batched ? "bat * " + M + " * " + K + " + " : "") +
+                            (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak");
+  const std::string b_off = ops.mv ? "bk"
+                                   : std::string(ops.b_batched ? "bat * " + K + " * " + N + " + " : "") +
+                                         (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn");
+  k.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(ts) + ", " + std::to_string(rts) + ", 1))) ";
+  k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(ts) + "),cdiv(" + a_eff[a_eff.size() - 2].expr() +
+           ", " + std::to_string(ts) + ")" + (ops.batched ? "," + a_eff[0].expr() : ",1");
+  if (ops.mv) k.grid = "1,cdiv(" + a_eff[0].expr() + ", " + std::to_string(ts) + "),1";
+  k.block = std::to_string(ts) + "," + std::to_string(rts) + ",1";
+  std::string out_idx, result;
+  const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result);
+
+  std::ostringstream body;
+  body << "  __local float tile_a[" << ts << "][" << ts << "];  // [m][k]\n";
+  body << "  __local float tile_b[" << ts << "][" << ts << "];  // [k][n]\n";
+  body << "  const int lx = get_local_id(0), ly = get_local_id(1);\n";
+  body << "  const int n = get_group_id(0) * " << ts << " + lx;\n";
+  body << "  const int m0 = get_group_id(1) * " << ts << ";\n";
+  if (ops.batched) body << "  const int bat = get_group_id(2);\n";
+  body << "  float acc[" << wpt << "];\n";
+  body << "  for (int wr = 0; wr < " << wpt << "; ++wr) acc[wr] = 0.0f;\n";
+  body << "  for (int k0 = 0; k0 < " << K << "; k0 += " << ts << ") {\n";
+  body << "    for (int wr = 0; wr < " << wpt << "; ++wr) {\n";
+  body << "      const int tr = ly + wr * " << rts << ";\n";
+  body << "      const int am = m0 + tr, ak = k0 + lx;\n";
+  body << "      tile_a[tr][lx] = (am < " << M << " && ak < " << K << ") ? " << ops.a << "[" << a_off << "] : 0.0f;\n";
+  body << "      const int bk = k0 + tr, bn = n;\n";
+  body << "      tile_b[tr][lx] = (bk < " << K << " && bn < " << N << ") ? " << ops.b << "[" << b_off << "] : 0.0f;\n";
+  body << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n";
+  body << unroll_pragma(s_.unroll, "    ");
+  body << "    for (int kk = 0; kk < " << ts << "; ++kk) {\n";
+  body << "      const float bv = tile_b[kk][lx];\n";
+  body << "      for (int wr = 0; wr < " << wpt << "; ++wr) acc[wr] += tile_a[ly + wr * " << rts << "][kk] * bv;\n";
+  body << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n";
+  body << "  for (int wr = 0; wr < " << wpt << "; ++wr) {\n";
+  body << "    const int m = m0 + ly + wr * " << rts << ";\n";
+  body << "    if (m < " << M << " && n < " << N << ") {\n" << epilogue;
+  body << "      " << k.output_buffer << "[" << out_idx << "] = " << result << ";\n    }\n  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// Epilogue of the tiled form: the stage root as a function of acc[wr] at coordinates
+// (bat, m, n); returns its lines and sets the output index and the stored value.
+std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const std::string& M, const std::string& N,
+                                           std::string& out_idx, std::string& result) {
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  std::vector<std::string> coords;
+  if (out_shape.size() == 3) coords = {"bat", "m", "n"};
+  else if (out_shape.size() == 2) coords = {"m", "n"};
+  else coords = {"m"};
+  out_idx = out_shape.size() == 3 ? "(bat * " + M + " + m) * " + N + " + n"
+            : out_shape.size() == 2 ? "m * " + N + " + n" : "m";
+  int counter = 0;
+  ExprEmitter e(g_, 1, &counter);
+  e.is_leaf = [&](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
+  e.known[stage.anchor] = "acc[wr]";
+  e.load = [&](int id, const std::vector<std::string>& c) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    const Shape& shape = g_.nodes[id].shape;
+    if (numel_value(shape) == 1) return buf + "[0]";
+    bool linear = c == coords && shape.size() == out_shape.size();
+    for (size_t axis = 0; linear && axis < shape.size(); ++axis) linear = shape[axis].value == out_shape[axis].value;
+    if (linear) return buf + "[" + out_idx + "]";
+    return buf + "[" + offset(k, shape, c) + "]";
+  };
+  result = e.value(stage.root, coords);
+  return e.take_outer("      ") + e.take_lines("      ");
+}
+
+// -------------------------------------------------------- register-blocked matmul
+
+// Register-blocked matmul for CPUs (tile 0): no local memory or barriers; each
+// work-item keeps a block of outputs in registers and streams A and B through the
+// caches with floatN loads. B as [K, N] (plain): floatN across n, work_per_item rows.
+// B as [N, K] (a transposed view, e.g. linear's weight): floatN along k for
+// work_per_item x per_item dot products, summed across lanes at the end.
+std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::string& name, std::string& err) {
+  RegisterBlock blk;
+  blk.rm = std::max(1, s_.work_per_item);
+  blk.vec = s_.vector_width;
+  blk.cn = std::max(1, s_.per_item);
+  if (blk.vec != 4 && blk.vec != 8) {
+    err = "register-blocked matmul needs vector_width 4 or 8";
+    return "";
+  }
+  blk.vn = std::to_string(blk.vec);
+  blk.fv = "float" + blk.vn;
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
+  if (ops.trans_a || ops.mv) {
+    err = "register-blocked matmul needs a plain A and a matrix B";
+    return "";
+  }
+  const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
+  blk.a_base = ops.batched ? "bat * " + ops.M + " * " + ops.K + " + " : "";
+  blk.b_base = ops.b_batched ? "bat * " + ops.K + " * " + ops.N + " + " : "";
+  const int cols = ops.trans_b ? blk.cn : blk.vec;  // outputs per work-item along n
+  k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(cols * 8) + "),cdiv(" +
+           a_eff[a_eff.size() - 2].expr() + ", " + std::to_string(blk.rm * 8) + ")," +
+           (ops.batched ? a_eff[0].expr() : "1");
+  k.block = "8,8,1";
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  if (out_shape.size() == 3) blk.coords = {"bat", "m", "n"};
+  else blk.coords = {"m", "n"};
+  blk.out_row = out_shape.size() == 3 ? "(bat * " + ops.M + " + m) * " + ops.N : "m * " + ops.N;
+  std::ostringstream body;
+  body << "  const int n0 = get_global_id(0)" << (cols > 1 ? " * " + std::to_string(cols) : "") << ";\n";
+  body << "  const int m0 = get_global_id(1) * " << blk.rm << ";\n";
+  if (ops.batched) body << "  const int bat = get_global_id(2);\n";
+  body << "  if (n0 >= " << ops.N << " || m0 >= " << ops.M << ") return;\n";
+  body << (ops.trans_b ? registers_transposed_b(stage, k, ops, blk, err) : registers_plain_b(stage, k, ops, blk, err));
+  if (!err.empty()) return "";
+  k.body = body.str();
+  return k.render();
+}
+
+// Epilogue emitters of the register-blocked form: scalar at (m, n); floatN at
+// (m, n..n+vec-1) for the plain form.
+ExprEmitter ProgramEmitter::register_epilogue(int width, const Stage& stage, Kernel& k, int* counter,
+                                              std::string& err) {
+  ExprEmitter e(g_, width, counter);
+  e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
+  e.load = [this, &k, &err, width](int id, const std::vector<std::string>& c) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    const Shape& shape = g_.nodes[id].shape;
+    if (numel_value(shape) == 1) return buf + "[0]";
+    std::string off = offset(k, shape, c);
+    if (width == 1) return buf + "[" + off + "]";
+    if (c.empty() || c.back() != "n") {
+      // Constant along n: one scalar broadcast to every lane; varying along n in another dim: no floatN load.
+      for (const auto& coord : c)
+        if (coord == "n") err = "an epilogue operand is transposed along n; use a tiled schedule";
+      return buf + "[" + off + "]";
+    }
+    return "vload" + std::to_string(width) + "(0, " + buf + " + " + off + ")";
+  };
+  return e;
+}
+
+// B as [K, N]: rm rows x vec columns per work-item in floatN accumulators, the last
+// N % vec columns one output at a time.
+std::string ProgramEmitter::registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops,
+                                              const RegisterBlock& blk, std::string& err) {
+  const int rm = blk.rm, vec = blk.vec;
+  const std::string &vn = blk.vn, &fv = blk.fv, &a = ops.a, &b = ops.b, &M = ops.M, &K = ops.K, &N = ops.N;
+  int counter = 0;
+  ExprEmitter ev = register_epilogue(vec, stage, k, &counter, err);
+  ev.known[stage.anchor] = "acc[r]";
+  std::string vres = ev.value(stage.root, blk.coords);
+  std::string vlines = ev.take_lines("        ");
+  ExprEmitter es = register_epilogue(1, stage, k, &counter, err);
+  es.known[stage.anchor] = "sum";
+  std::string sres = es.value(stage.root, blk.coords);
+  std::string slines = es.take_lines("          ");
+  if (!err.empty()) return "";
+  std::ostringstream body;
+  body << "  // " << rm << " rows x " << vec << " columns per work-item, " << fv << " accumulators\n";
+  body << "  if (n0 + " << vec << " <= " << N << ") {\n";
+  body << "    " << fv << " acc[" << rm << "];\n";
+  body << "    for (int r = 0; r < " << rm << "; ++r) acc[r] = (" << fv << ")(0.0f);\n";
+  body << unroll_pragma(s_.unroll, "    ");
+  body << "    for (int kk = 0; kk < " << K << "; ++kk) {\n";
+  body << "      const " << fv << " bv = vload" << vn << "(0, " << b << " + " << blk.b_base << "kk * " << N << " + n0);\n";
+  body << "      for (int r = 0; r < " << rm << "; ++r)\n";
+  body << "        if (m0 + r < " << M << ") acc[r] += " << a << "[" << blk.a_base << "(m0 + r) * " << K
+       << " + kk] * bv;\n";
+  body << "    }\n";
+  body << "    for (int r = 0; r < " << rm << "; ++r) {\n      const int m = m0 + r;\n      const int n = n0;\n";
+  body << "      if (m < " << M << ") {\n" << vlines << "        vstore" << vn << "(" << vres << ", 0, " << k.output_buffer
+       << " + " << blk.out_row << " + n);\n      }\n    }\n";
+  body << "  } else {  // the last N % " << vec << " columns, one output at a time\n";
+  body << "    for (int r = 0; r < " << rm << "; ++r) {\n      const int m = m0 + r;\n      if (m >= " << M
+       << ") break;\n";
+  body << "      for (int n = n0; n < " << N << "; ++n) {\n        float sum = 0.0f;\n";
+  body << "        for (int kk = 0; kk < " << K << "; ++kk) sum += " << a << "[" << blk.a_base << "m * " << K
+       << " + kk] * " << b << "[" << blk.b_base << "kk * " << N << " + n];\n";
+  body << slines << "          " << k.output_buffer << "[" << blk.out_row << " + n] = " << sres
+       << ";\n      }\n    }\n  }\n";
+  return body.str();
+}
+
+// B as [N, K] (a transposed view): rm x cn dot products per work-item along k in floatN
+// partial sums, summed across lanes, then the scalar tail of K.
+std::string ProgramEmitter::registers_transposed_b(const Stage& stage, Kernel& k, const MatmulOperands& ops,
+                                                   const RegisterBlock& blk, std::string& err) {
+  const int rm = blk.rm, vec = blk.vec, cn = blk.cn;
+  const std::string &vn = blk.vn, &fv = blk.fv, &a = ops.a, &b = ops.b, &M = ops.M, &K = ops.K, &N = ops.N;
+  const std::string &a_base = blk.a_base, &b_base = blk.b_base;
+  int counter = 0;
+  ExprEmitter es = register_epilogue(1, stage, k, &counter, err);
+  es.known[stage.anchor] = "sum[r][c]";
+  std::string sres = es.value(stage.root, blk.coords);
+  std::string slines = es.take_lines("        ");
+  if (!err.empty()) return "";
+  std::ostringstream body;
+  body << "  // " << rm << " x " << cn << " dot products per work-item along k, " << fv << " partial sums\n";
+  body << "  " << fv << " acc[" << rm << "][" << cn << "];\n";
+  body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) acc[r][c] = (" << fv
+       << ")(0.0f);\n";
+  body << "  int kk = 0;\n" << unroll_pragma(s_.unroll, "  ");
+  body << "  for (; kk + " << vec << " <= " << K << "; kk += " << vec << ") {\n";
+  body << "    " << fv << " av[" << rm << "];\n";
+  body << "    for (int r = 0; r < " << rm << "; ++r)\n      av[r] = m0 + r < " << M << " ? vload" << vn << "(0, " << a
+       << " + " << a_base << "(m0 + r) * " << K << " + kk) : (" << fv << ")(0.0f);\n";
+  body << "    for (int c = 0; c < " << cn << "; ++c) {\n      if (n0 + c >= " << N << ") break;\n";
+  body << "      const " << fv << " bv = vload" << vn << "(0, " << b << " + " << b_base << "(n0 + c) * " << K
+       << " + kk);\n";
+  body << "      for (int r = 0; r < " << rm << "; ++r) acc[r][c] += av[r] * bv;\n    }\n  }\n";
+  std::string h = "acc[r][c].s0";
+  for (int lane = 1; lane < vec; ++lane) h += " + acc[r][c].s" + std::string(1, "0123456789abcdef"[lane]);
+  body << "  float sum[" << rm << "][" << cn << "];\n";
+  body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) {\n";
+  body << "      sum[r][c] = " << h << ";\n";
+  body << "      if (m0 + r < " << M << " && n0 + c < " << N << ")\n";
+  body << "        for (int kt = kk; kt < " << K << "; ++kt)\n          sum[r][c] += " << a << "[" << a_base
+       << "(m0 + r) * " << K << " + kt] * " << b << "[" << b_base << "(n0 + c) * " << K << " + kt];\n    }\n";
+  body << "  for (int r = 0; r < " << rm << "; ++r)\n    for (int c = 0; c < " << cn << "; ++c) {\n";
+  body << "      const int m = m0 + r, n = n0 + c;\n      if (m < " << M << " && n < " << N << ") {\n" << slines;
+  body << "        " << k.output_buffer << "[" << blk.out_row << " + n] = " << sres << ";\n      }\n    }\n";
+  return body.str();
+}
+
+}  // namespace kforge::codegen::emit

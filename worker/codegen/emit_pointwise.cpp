@@ -1,0 +1,212 @@
+// Pointwise stages (one work-item per output element, grid-strided or floatN) and the
+// line kernels (scan, arg_reduce: one work-item per line along one dim), behind
+// emit_program.h. Test: ctest -R codegen.
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+#include "worker/codegen/emit_program.h"
+
+namespace kforge::codegen::emit {
+namespace {
+
+// One work-item per line along one dim of the [outer, len, inner] view of `shape`;
+// adjacent work-items take adjacent inner positions, so for inner > 1 each step of
+// the loop reads a contiguous run. Returns the lines that compute `base` (the line's
+// first element) and sets `len` / `step` (the loop's bound and element offset).
+std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, std::string& len, std::string& step) {
+  Shape outer_dims(shape.begin(), shape.begin() + axis), inner_dims(shape.begin() + axis + 1, shape.end());
+  Shape line_dims = outer_dims;
+  line_dims.insert(line_dims.end(), inner_dims.begin(), inner_dims.end());
+  const std::string lines_expr = numel_expr(line_dims);
+  const std::string lines = k.size(lines_expr, "lines");
+  len = k.dim(shape[axis]);
+  std::string inner = "1";
+  for (const auto& d : inner_dims) {
+    std::string size = k.dim(d);
+    if (size != "1") inner = inner == "1" ? size : inner + "*" + size;
+  }
+  k.grid = "cdiv(" + lines_expr + ", " + std::to_string(work_group) + ")";
+  k.block = std::to_string(work_group);
+  std::ostringstream body;
+  body << "  const int gid = get_global_id(0);\n";
+  body << "  if (gid >= " << lines << ") return;\n";
+  if (inner == "1") {
+    body << "  const int base = gid * " << len << ";\n";
+  } else if (outer_dims.empty()) {
+    body << "  const int base = gid;\n";
+  } else {
+    body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
+  }
+  step = inner == "1" ? "r" : "r * " + inner;
+  return body.str();
+}
+
+// Output coordinates c0..cR from the flat index i, innermost dim first.
+std::string coordinate_lines(Kernel& k, const Shape& out_shape, const std::vector<std::string>& coords) {
+  const int rank = static_cast<int>(out_shape.size());
+  std::string lines;
+  std::string rest = "i";
+  for (int axis = rank - 1; axis >= 1; --axis) {
+    std::string d = k.dim(out_shape[axis]);
+    lines += "    const int " + coords[axis] + " = " + rest + " % " + d + ";\n";
+    rest = rest == "i" ? "i / " + d : "(" + rest + ") / " + d;
+  }
+  lines = "    const int c0 = " + rest + ";\n" + lines;
+  if (rank == 1) lines = "    const int c0 = i;\n";
+  return lines;
+}
+
+// The floatN body of a pointwise kernel: vloadN / vstoreN for whole vectors, then the
+// last n % vec elements one at a time.
+std::string vector_body(const std::function<ExprEmitter(int)>& make, int root, const std::vector<std::string>& coords,
+                        int vec, const std::string& n, const std::string& ind, const std::string& out) {
+  std::ostringstream body;
+  ExprEmitter vector = make(vec);
+  std::string vresult = vector.value(root, coords);
+  body << ind << "if (i + " << vec << " <= " << n << ") {\n"
+       << vector.take_lines(ind + "  ") << ind << "  vstore" << vec << "(" << vresult << ", 0, " << out << " + i);\n";
+  body << ind << "} else {  // the last n % " << vec << " elements, one at a time\n";
+  body << ind << "  for (int j = i; j < " << n << "; ++j) {\n";
+  ExprEmitter tail = make(1);
+  std::string tresult = tail.value(root, coords);
+  std::string tail_body = tail.take_lines(ind + "    ");
+  // The tail reads element j where the vector path reads i.
+  for (size_t pos = 0; (pos = tail_body.find("[i]", pos)) != std::string::npos; pos += 3) tail_body.replace(pos, 3, "[j]");
+  body << tail_body << ind << "    " << out << "[j] = " << tresult << ";\n";
+  body << ind << "  }\n" << ind << "}\n";
+  return body.str();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- scan, arg_reduce
+
+// A running sum in a register: one read and one write per element.
+std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "sum") {
+    err = "scan op " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, len, step);
+  body << "  float acc = 0.0f;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 0; r < " << len << "; ++r) {\n";
+  body << "    acc += " << src << "[base + " << step << "];\n";
+  body << "    " << k.output_buffer << "[base + " << step << "] = acc;\n";
+  body << "  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// argmax / argmin along one dim: the first index of the extreme (NaN counts as the
+// maximum and the minimum, as in torch), written as a long.
+std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (node.op != "argmax" && node.op != "argmin") {
+    err = "arg reduction " + node.op + " has no emission";
+    return "";
+  }
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  k.output_type = "long";
+  const std::string src = k.buffer(buffer_name(node.args[0]));
+  std::string len, step;
+  std::ostringstream body;
+  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, len, step);
+  const std::string better = node.op == "argmax" ? ">" : "<";
+  body << "  float best = " << src << "[base];\n";
+  body << "  int best_idx = 0;\n";
+  if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
+  body << "  for (int r = 1; r < " << len << "; ++r) {\n";
+  body << "    const float v = " << src << "[base + " << step << "];\n";
+  body << "    if (v " << better << " best || (isnan(v) && !isnan(best))) {\n";
+  body << "      best = v;\n";
+  body << "      best_idx = r;\n";
+  body << "    }\n";
+  body << "  }\n";
+  body << "  " << k.output_buffer << "[gid] = best_idx;\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// ------------------------------------------------------------------- pointwise
+
+// One work-item per output element (or per_item of them, grid-stride; or floatN
+// vectors when every operand is contiguous with the output's shape or a scalar).
+std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& name, std::string& err) {
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const int rank = static_cast<int>(out_shape.size());
+  std::vector<std::string> coords;
+  for (int axis = 0; axis < rank; ++axis) coords.push_back("c" + std::to_string(axis));
+  const std::string n_expr = numel_expr(out_shape);
+  const std::string n = k.size(n_expr, "n");
+  int counter = 0;
+  bool need_coords = false, contiguous = true;
+  // Reads are linear (vloadN-able) when an operand has the output's shape, else through coordinates.
+  auto make = [&](int vec) {
+    ExprEmitter e(g_, vec, &counter);
+    e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+    e.on_view = [&] { contiguous = false; };
+    e.dim = [&](const Dim& d) { return k.dim(d); };
+    e.load = [&, vec](int id, const std::vector<std::string>& c) -> std::string {
+      const Node& leaf = g_.nodes[id];
+      std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
+      const Shape& shape = leaf.shape;
+      if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
+      bool linear = static_cast<int>(c.size()) == rank && c == coords;
+      for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
+      if (linear) return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";
+      need_coords = true;
+      contiguous = false;
+      return buf + "[" + offset(k, shape, c) + "]";
+    };
+    return e;
+  };
+
+  ExprEmitter scalar = make(1);
+  std::string result = scalar.value(stage.root, coords);
+  std::string scalar_lines = scalar.take_lines("    ");
+  const int vec = s_.vector_width;
+  if (vec > 1 && !contiguous) {
+    err = "vector_width " + std::to_string(vec) + " needs every operand contiguous with the output";
+    return "";
+  }
+  std::string coord_lines = need_coords ? coordinate_lines(k, out_shape, coords) : "";
+  const int per_item = std::max(1, s_.per_item);
+  k.grid = "cdiv(" + n_expr + ", " + std::to_string(s_.work_group * per_item * vec) + ")";
+  k.block = std::to_string(s_.work_group);
+  // With per_item > 1 each work-item takes per_item grid-strided steps (stays coalesced).
+  const std::string ind = per_item > 1 ? "    " : "  ";
+  const std::string vec_mul = vec > 1 ? " * " + std::to_string(vec) : "";
+  std::ostringstream body;
+  if (per_item > 1) {
+    body << "  for (int step = 0; step < " << per_item << "; ++step) {\n";
+    body << ind << "const int i = (get_global_id(0) + step * get_global_size(0))" << vec_mul << ";\n";
+  } else {
+    body << ind << "const int i = get_global_id(0)" << vec_mul << ";\n";
+  }
+  body << ind << "if (i >= " << n << ") return;\n";
+  if (vec == 1) {
+    body << reindent(coord_lines, ind) << reindent(scalar_lines, ind) << ind << k.output_buffer << "[i] = " << result
+         << ";\n";
+  } else {
+    body << vector_body(make, stage.root, coords, vec, n, ind, k.output_buffer);
+  }
+  if (per_item > 1) body << "  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+}  // namespace kforge::codegen::emit

@@ -1,0 +1,112 @@
+// Internal to the teacher's emission (emit*.cpp): Kernel, the kernel under construction
+// (parameters, launch line, body), the text helpers the stage emitters share, and
+// ProgramEmitter, which turns an Analysis into one kernel per stage. Each stage kind is
+// emitted in its own file: emit_pointwise.cpp (pointwise, scan, arg_reduce),
+// emit_reduce.cpp (row and full reductions), emit_matmul.cpp. Test: ctest -R codegen.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "worker/codegen/codegen.h"
+#include "worker/codegen/emit_expr.h"
+
+namespace kforge::codegen::emit {
+
+//! A kernel under construction: parameters with their launch arguments, then the body.
+struct Kernel {
+  std::string name;
+  std::vector<std::string> params, args;            //!< parallel
+  std::map<std::string, std::string> buffer_param;  //!< buffer name -> parameter name
+  std::map<std::string, std::string> size_param;    //!< launch expression -> parameter name
+  std::vector<std::string> size_params, size_args;
+  std::string grid, block, attributes, body, scratch;
+  std::string output_buffer;
+  std::string output_type = "float";  //!< "long" for argmax / argmin
+
+  //! The parameter name of an input buffer, declared on first use (reserved names renamed).
+  std::string buffer(const std::string& name, const std::string& type = "float");
+  //! An int parameter carrying a launch expression; literals stay literals.
+  std::string size(const std::string& expr, const std::string& preferred);
+  //! The kernel's name for a dimension (a literal, or a size parameter).
+  std::string dim(const Dim& d);
+  //! The launch line and the kernel text.
+  std::string render() const;
+};
+
+//! `parts` joined with `sep`.
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
+//! Re-indents emitted lines (each already ends in a newline) to `to`.
+std::string reindent(const std::string& text, const std::string& to);
+//! Adds `extra` in front of every line.
+std::string indent_more(const std::string& text, const std::string& extra);
+//! Lines of a local-memory tree reduction of `var` over a work-group of `wg` items.
+std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent);
+//! "#pragma unroll N" for N > 1, else nothing.
+std::string unroll_pragma(int unroll, const std::string& indent);
+//! The node under a chain of views (a matmul operand), flipping `transposed` per view.
+int strip_views(const Graph& graph, int id, bool& transposed);
+
+struct PatternMap;      // emit_reduce.cpp
+struct RowLayout;       // emit_reduce.cpp
+struct MatmulOperands;  // emit_matmul.cpp
+struct RegisterBlock;   // emit_matmul.cpp
+
+//! Emits every stage of one Analysis for one Schedule.
+class ProgramEmitter {
+ public:
+  ProgramEmitter(const Analysis& a, const Schedule& s);
+  //! The whole program, or `unsupported` naming why a stage cannot use the schedule.
+  Generated run();
+
+ private:
+  const Analysis& a_;
+  const Graph& g_;
+  const Schedule& s_;
+  std::map<int, std::string> buffer_of_;  // stage root -> "out" or a scratch buffer
+  std::vector<std::string> scratch_;       // kforge-scratch lines
+
+  bool is_buffer_leaf(int id, int root) const;
+  std::string buffer_name(int id) const;
+  std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords);
+
+  // emit_pointwise.cpp
+  std::string pointwise(const Stage& stage, const std::string& name, std::string& err);
+  std::string scan(const Stage& stage, const std::string& name, std::string& err);
+  std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
+
+  // emit_reduce.cpp
+  std::string reduce_rows(const Stage& stage, const std::string& name, std::string& err);
+  bool row_layout(const Stage& stage, Kernel& k, RowLayout& layout, std::string& err);
+  ExprEmitter row_emitter(int width, const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns,
+                          int* counter);
+  std::vector<int> region_reductions(const Stage& stage) const;
+  std::string row_header(const RowLayout& layout, Kernel& k);
+  std::string row_accumulators(const RowLayout& layout, const std::vector<int>& reduces, ExprEmitter& e,
+                               ExprEmitter& ev);
+  std::string row_store(const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns, ExprEmitter& e,
+                        ExprEmitter& ev);
+  std::string column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns, const std::vector<int>& reduces,
+                             const std::string& len, const std::string& inner, const std::string& groups,
+                             std::string& err);
+  std::string reduce_full(const Stage& stage, const std::string& name, std::string& err);
+  Kernel full_partial_kernel(const Stage& stage, int reduce_id, const std::string& name, const std::string& partial,
+                             int* counter, std::string& err);
+  Kernel full_final_kernel(const Stage& stage, int reduce_id, const std::string& name, const std::string& partial,
+                           const std::string& attributes, int* counter);
+
+  // emit_matmul.cpp
+  std::string matmul(const Stage& stage, const std::string& name, std::string& err);
+  MatmulOperands matmul_operands(const Node& mm, Kernel& k);
+  std::string tiled_epilogue(const Stage& stage, Kernel& k, const std::string& M, const std::string& N,
+                             std::string& out_idx, std::string& result);
+  std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
+  ExprEmitter register_epilogue(int width, const Stage& stage, Kernel& k, int* counter, std::string& err);
+  std::string registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops, const RegisterBlock& blk,
+                                std::string& err);
+  std::string registers_transposed_b(const Stage& stage, Kernel& k, const MatmulOperands& ops,
+                                     const RegisterBlock& blk, std::string& err);
+};
+
+}  // namespace kforge::codegen::emit

@@ -1,0 +1,483 @@
+// Reduction stages behind emit_program.h: row reductions over one dim (a work-group per
+// row, or a work-item per output with optional floatN along the row or across adjacent
+// outputs) with their fused prologue and epilogue, and two-pass full reductions.
+// Test: ctest -R codegen.
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "worker/codegen/emit_program.h"
+
+namespace kforge::codegen::emit {
+
+// Patterns of a value relative to the reduced tensor [outer, len, inner]:
+// full (varies along everything), lane (only along the reduced dim), group (constant
+// along the reduced dim), scalar.
+enum class Pattern { scalar, lane, group, full };
+
+Pattern join(Pattern a, Pattern b) {
+  if (a == b) return a;
+  if (a == Pattern::scalar) return b;
+  if (b == Pattern::scalar) return a;
+  return Pattern::full;
+}
+
+// The pattern of every node of a reduction region, memoised; `error` says why a region
+// cannot be emitted.
+struct PatternMap {
+  const Graph& g;
+  const Stage& stage;
+  std::function<bool(int)> is_leaf;
+  std::map<int, Pattern> memo;
+  std::string error;
+
+  Pattern leaf(const Shape& shape) {
+    const Shape& ref = stage.reduce_shape;
+    if (numel_value(shape) == 1) return Pattern::scalar;
+    auto reduced = [&](size_t axis) {
+      return std::find(stage.reduce_axes.begin(), stage.reduce_axes.end(), static_cast<int>(axis)) !=
+             stage.reduce_axes.end();
+    };
+    if (shape.size() <= ref.size()) {
+      size_t offset = ref.size() - shape.size();
+      bool full = true, lane = true, group = true;
+      for (size_t axis = 0; axis < ref.size(); ++axis) {
+        int64_t v = axis < offset ? 1 : shape[axis - offset].value;
+        full = full && v == ref[axis].value;
+        lane = lane && (reduced(axis) ? v == ref[axis].value : v == 1);
+        group = group && (reduced(axis) ? v == 1 : v == ref[axis].value);
+      }
+      if (full) return Pattern::full;
+      if (lane) return Pattern::lane;
+      if (group) return Pattern::group;
+      // A tensor without the reduced dims (keepdim=False result) is per-row too.
+      if (shape.size() == ref.size() - stage.reduce_axes.size()) {
+        bool kept = true;
+        size_t pos = 0;
+        for (size_t axis = 0; axis < ref.size(); ++axis)
+          if (!reduced(axis)) kept = kept && shape[pos++].value == ref[axis].value;
+        if (kept) return Pattern::group;
+      }
+    }
+    error = "an operand of shape " + std::to_string(shape.size()) + "-d does not line up with the reduced tensor";
+    return Pattern::full;
+  }
+
+  Pattern of(int id) {
+    auto it = memo.find(id);
+    if (it != memo.end()) return it->second;
+    const Node& node = g.nodes[id];
+    Pattern p = Pattern::scalar;
+    if (is_leaf(id)) {
+      p = leaf(node.shape);
+    } else if (node.kind == NodeKind::reduce) {
+      p = Pattern::group;
+    } else if (node.kind == NodeKind::constant || node.kind == NodeKind::red_len) {
+      p = Pattern::scalar;
+    } else if (node.kind == NodeKind::view) {
+      p = of(node.args[0]);
+      bool size_one_only = true;  // squeeze/unsqueeze only: any other view would reorder data
+      int kept = 0;
+      for (int s : node.src)
+        if (s >= 0) size_one_only = size_one_only && s == kept++;
+      if (!size_one_only || !node.flip.empty()) error = "a permuting view inside a reduction region is not supported";
+    } else {
+      for (int a : node.args) p = join(p, of(a));
+    }
+    return memo[id] = p;
+  }
+};
+
+// A row reduction as the [outer, len, inner] view of the reduced tensor, the schedule's
+// layout choices and the kernel names its loops use.
+struct RowLayout {
+  Shape outer_dims, inner_dims;
+  bool last = false;     // the reduced dim is the last one (or every later dim is 1)
+  bool group = false;    // one work-group per row (else one work-item per output)
+  bool columns = false;  // item strategy, a dim other than the last: floatN across adjacent outputs
+  int vec = 1;
+  std::string len, inner, groups;             // size parameters (or literals)
+  std::string full_idx, lane_idx, group_idx;  // where a full / lane / group operand is read
+  std::string loop, vloop, tail_loop, vn;     // the loops over one row
+};
+
+// ------------------------------------------------------------------ reduce_rows
+
+std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& name, std::string& err) {
+  Kernel k;
+  k.name = name;
+  k.output_buffer = buffer_of_.at(stage.root);
+  RowLayout layout;
+  if (!row_layout(stage, k, layout, err)) return "";
+  PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
+  int counter = 0;
+  ExprEmitter e = row_emitter(1, stage, layout, k, patterns, &counter);
+  ExprEmitter ev = row_emitter(layout.columns ? 1 : std::max(layout.vec, 1), stage, layout, k, patterns, &counter);
+  std::vector<int> reduces = region_reductions(stage);
+  patterns.of(stage.root);
+  for (int id : reduces) patterns.of(g_.nodes[id].args[0]);
+  if (!patterns.error.empty()) {
+    err = patterns.error;
+    return "";
+  }
+  const std::string header = row_header(layout, k);
+  std::string body = row_accumulators(layout, reduces, e, ev);
+  body += row_store(stage, layout, k, patterns, e, ev);
+  k.body = header + body;
+  if (layout.columns) {
+    std::string vector_part = column_vectors(stage, k, patterns, reduces, layout.len, layout.inner, layout.groups, err);
+    if (!err.empty()) return "";
+    const int wg = s_.work_group, vec = layout.vec;
+    const std::string& len = layout.len;
+    const std::string& inner = layout.inner;
+    // Outputs whose floatN group would cross a row of the inner dims go one by one.
+    k.grid = "cdiv(" + numel_expr(layout.outer_dims) + "*" + numel_expr(layout.inner_dims) + ", " +
+             std::to_string(wg * vec) + ")";
+    k.body = "  // one work-item per " + std::to_string(vec) + " adjacent outputs: float" + std::to_string(vec) +
+             " loads across the inner dim, one loop over the " + len + " reduced elements\n" + vector_part +
+             "  } else {\n    for (int gid = q0; gid < min(q0 + " + std::to_string(vec) + ", " + layout.groups +
+             "); ++gid) {\n" + "      const int base = (gid / " + inner + ") * " + len + " * " + inner + " + gid % " +
+             inner + ";\n" + indent_more(body, "    ") + "    }\n  }\n";
+  }
+  return k.render();
+}
+
+// The layout of a row reduction under this schedule; false and `err` when the schedule
+// does not apply. Registers the len / inner / groups size parameters, in that order.
+bool ProgramEmitter::row_layout(const Stage& stage, Kernel& k, RowLayout& layout, std::string& err) {
+  const Shape& ref = stage.reduce_shape;
+  const int axis = stage.reduce_axes.at(0);
+  layout.outer_dims = Shape(ref.begin(), ref.begin() + axis);
+  layout.inner_dims = Shape(ref.begin() + axis + 1, ref.end());
+  layout.last = layout.inner_dims.empty() || numel_value(layout.inner_dims) == 1;
+  layout.group = s_.reduce == ReduceStrategy::group;
+  const bool last = layout.last, group = layout.group;
+  if (group && !last) {
+    err = "the group reduce strategy needs a last-dim reduction";
+    return false;
+  }
+  layout.len = k.size(ref[axis].expr(), "len");
+  layout.inner = last ? "1" : k.size(numel_expr(layout.inner_dims), "inner");
+  layout.groups = "1";
+  if (!group && !(layout.outer_dims.empty() && last))
+    layout.groups =
+        k.size(numel_expr(layout.outer_dims) + (last ? "" : "*" + numel_expr(layout.inner_dims)), "groups");
+  layout.full_idx = group ? "base + col" : (last ? "base + ri" : "base + ri * " + layout.inner);
+  layout.lane_idx = group ? "col" : "ri";
+  layout.group_idx = group ? "row" : "gid";
+  // vector_width > 1 (item strategy, last dim): floatN loads along the row, a scalar tail.
+  layout.vec = s_.vector_width;
+  if (layout.vec > 1 && group) {
+    err = "vector_width applies to the item strategy only";
+    return false;
+  }
+  layout.columns = !group && !last && layout.vec > 1;
+  const std::string& len = layout.len;
+  layout.loop = group ? "for (int col = lid; col < " + len + "; col += " + std::to_string(s_.work_group) + ")"
+                      : "for (int ri = 0; ri < " + len + "; ++ri)";
+  layout.vn = std::to_string(layout.vec);
+  layout.vloop = "for (; ri + " + layout.vn + " <= " + len + "; ri += " + layout.vn + ")";
+  layout.tail_loop = "for (; ri < " + len + "; ++ri)";
+  return true;
+}
+
+// An expression emitter for the region: operands are read where their pattern says
+// (floatN along the row for `width` > 1), and per-row values are hoisted out of the loop.
+ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const RowLayout& layout, Kernel& k,
+                                        PatternMap& patterns, int* counter) {
+  ExprEmitter e(g_, width, counter);
+  e.red_len = layout.len;
+  e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
+  e.hoist = [&patterns](int id) {
+    Pattern p = patterns.of(id);
+    return p == Pattern::group || p == Pattern::scalar;
+  };
+  e.load = [this, &k, &patterns, &layout, width](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    std::string vload = "vload" + std::to_string(width) + "(0, " + buf + " + ";
+    switch (patterns.of(id)) {
+      case Pattern::scalar: return buf + "[0]";
+      case Pattern::lane: return width > 1 ? vload + layout.lane_idx + ")" : buf + "[" + layout.lane_idx + "]";
+      case Pattern::group: return buf + "[" + layout.group_idx + "]";
+      case Pattern::full: return width > 1 ? vload + layout.full_idx + ")" : buf + "[" + layout.full_idx + "]";
+    }
+    return "";
+  };
+  return e;
+}
+
+// The reductions of this stage's region: those feeding its root without crossing a buffer.
+std::vector<int> ProgramEmitter::region_reductions(const Stage& stage) const {
+  std::vector<int> reduces;
+  for (int id = 0; id <= stage.root; ++id) {
+    const Node& node = g_.nodes[id];
+    if (node.kind != NodeKind::reduce || is_buffer_leaf(id, stage.root)) continue;
+    std::vector<int> stack = {stage.root};
+    std::set<int> seen;
+    bool in_region = false;
+    while (!stack.empty() && !in_region) {
+      int cur = stack.back();
+      stack.pop_back();
+      if (!seen.insert(cur).second) continue;
+      if (cur == id) in_region = true;
+      if (cur != stage.root && is_buffer_leaf(cur, stage.root)) continue;
+      for (int a : g_.nodes[cur].args) stack.push_back(a);
+    }
+    if (in_region) reduces.push_back(id);
+  }
+  return reduces;
+}
+
+// The launch geometry and the kernel's first lines: which row or output this work-item
+// (or work-group) takes and where it starts (`base`).
+std::string ProgramEmitter::row_header(const RowLayout& layout, Kernel& k) {
+  const int wg = s_.work_group;
+  const std::string outer = numel_expr(layout.outer_dims);
+  std::ostringstream body;
+  if (layout.group) {
+    k.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(wg) + ", 1, 1))) ";
+    k.grid = outer.empty() ? "1" : outer;
+    k.block = std::to_string(wg);
+    body << "  // one work-group per row of " << layout.len << " elements; partial results combine in local memory\n";
+    body << "  __local float red[" << wg << "];\n";
+    body << "  const int row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
+    body << "  const int base = row * " << layout.len << ";\n";
+    return body.str();
+  }
+  k.grid = "cdiv(" + (outer + (layout.last ? "" : "*" + numel_expr(layout.inner_dims))) + ", " + std::to_string(wg) + ")";
+  k.block = std::to_string(wg);
+  body << "  // one work-item per " << (layout.last ? "row" : "output") << ": a sequential loop over the " << layout.len
+       << " reduced elements\n";
+  body << "  const int gid = get_global_id(0);\n  if (gid >= " << layout.groups << ") return;\n";
+  if (layout.last) {
+    body << "  const int base = gid * " << layout.len << ";\n";
+  } else {
+    body << "  const int base = (gid / " << layout.inner << ") * " << layout.len << " * " << layout.inner
+         << " + gid % " << layout.inner << ";\n";
+  }
+  return body.str();
+}
+
+// One accumulator per reduction (acc0, acc1...), each a loop over the row: floatN
+// partial sums then a scalar tail when vectorised along the row, a tree reduction in
+// local memory for the group strategy.
+std::string ProgramEmitter::row_accumulators(const RowLayout& layout, const std::vector<int>& reduces, ExprEmitter& e,
+                                             ExprEmitter& ev) {
+  const int vec = layout.vec;
+  const std::string& vn = layout.vn;
+  std::ostringstream body;
+  for (size_t red_idx = 0; red_idx < reduces.size(); ++red_idx) {
+    const Node& r = g_.nodes[reduces[red_idx]];
+    std::string acc = "acc" + std::to_string(red_idx);
+    std::string v = e.value(r.args[0], {});
+    std::string loop_lines = e.take_lines("    ");
+    if (vec > 1 && layout.last) {
+      std::string vv = ev.value(r.args[0], {});
+      std::string vlines = ev.take_lines("    ");
+      body << ev.take_outer("  ") << e.take_outer("  ");
+      std::string accv = acc + "v";
+      std::string h = accv + ".s0";
+      for (int lane = 1; lane < vec; ++lane) h = combine_code(r.op, h, accv + ".s" + "0123456789abcdef"[lane]);
+      body << "  float " << acc << ";\n  {\n";
+      body << "    float" << vn << " " << accv << " = (float" << vn << ")(" << reduce_init(r.op) << ");\n";
+      body << "    int ri = 0;\n" << unroll_pragma(s_.unroll, "    ");
+      body << "    " << layout.vloop << " {\n" << reindent(vlines, "      ") << "      " << accv << " = "
+           << combine_code(r.op, accv, vv) << ";\n    }\n";
+      body << "    " << acc << " = " << h << ";\n";
+      body << "    " << layout.tail_loop << " {\n" << reindent(loop_lines, "      ") << "      " << acc << " = "
+           << combine_code(r.op, acc, v) << ";\n    }\n  }\n";
+    } else {
+      body << e.take_outer("  ");
+      body << "  float " << acc << " = " << reduce_init(r.op) << ";\n";
+      if (!layout.group) body << unroll_pragma(s_.unroll, "  ");
+      body << "  " << layout.loop << " {\n" << loop_lines << "    " << acc << " = " << combine_code(r.op, acc, v)
+           << ";\n  }\n";
+      if (layout.group) body << group_reduce(acc, r.op, s_.work_group, "  ");
+    }
+    e.known[reduces[red_idx]] = acc;
+    ev.known[reduces[red_idx]] = acc;
+  }
+  return body.str();
+}
+
+// The epilogue and its store: once per row (a per-row result), or a second loop over the
+// row when the output varies along it (softmax's normalisation).
+std::string ProgramEmitter::row_store(const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns,
+                                      ExprEmitter& e, ExprEmitter& ev) {
+  Pattern out_pattern = patterns.of(stage.root);
+  std::string result = e.value(stage.root, {});
+  const bool along_row = out_pattern == Pattern::full || out_pattern == Pattern::lane;
+  std::ostringstream body;
+  if (along_row && layout.vec > 1 && layout.last) {
+    std::string loop_lines = e.take_lines("    ");
+    std::string vresult = ev.value(stage.root, {});
+    std::string vlines = ev.take_lines("    ");
+    body << ev.take_outer("  ") << e.take_outer("  ");
+    body << "  int ri = 0;\n  " << layout.vloop << " {\n" << vlines << "    vstore" << layout.vn << "(" << vresult
+         << ", 0, " << k.output_buffer << " + " << layout.full_idx << ");\n  }\n";
+    body << "  " << layout.tail_loop << " {\n" << loop_lines << "    " << k.output_buffer << "[" << layout.full_idx
+         << "] = " << result << ";\n  }\n";
+  } else if (along_row) {
+    std::string loop_lines = e.take_lines("    ");
+    body << e.take_outer("  ");
+    body << "  " << layout.loop << " {\n" << loop_lines << "    " << k.output_buffer << "[" << layout.full_idx
+         << "] = " << result << ";\n  }\n";
+  } else {
+    body << e.take_outer("  ") << e.take_lines("  ");
+    if (layout.group) body << "  if (lid == 0) " << k.output_buffer << "[row] = " << result << ";\n";
+    else body << "  " << k.output_buffer << "[gid] = " << result << ";\n";
+  }
+  return body.str();
+}
+
+// Column mode of reduce_rows: work-item q handles outputs q0 .. q0+vec-1, which are
+// adjacent along the inner dims, so every load along the reduced dim is one floatN.
+std::string ProgramEmitter::column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns,
+                                           const std::vector<int>& reduces, const std::string& len,
+                                           const std::string& inner, const std::string& groups, std::string& err) {
+  const int vec = s_.vector_width;
+  const std::string vn = std::to_string(vec);
+  int counter = 0;  // the vector branch is its own scope
+  ExprEmitter e(g_, vec, &counter);
+  e.red_len = len;
+  e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+  e.hoist = [&](int id) {
+    Pattern p = patterns.of(id);
+    return p == Pattern::group || p == Pattern::scalar;
+  };
+  e.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    switch (patterns.of(id)) {
+      case Pattern::scalar: return buf + "[0]";
+      case Pattern::lane: return buf + "[ri]";
+      case Pattern::group: return "vload" + vn + "(0, " + buf + " + q0)";
+      case Pattern::full: return "vload" + vn + "(0, " + buf + " + base + ri * " + inner + ")";
+    }
+    return "";
+  };
+  std::ostringstream body;
+  body << "  const int q0 = get_global_id(0) * " << vec << ";\n  if (q0 >= " << groups << ") return;\n";
+  body << "  if (q0 % " << inner << " + " << vec << " <= " << inner << ") {\n";
+  body << "    const int base = (q0 / " << inner << ") * " << len << " * " << inner << " + q0 % " << inner << ";\n";
+  for (size_t red_idx = 0; red_idx < reduces.size(); ++red_idx) {
+    const Node& r = g_.nodes[reduces[red_idx]];
+    std::string acc = "acc" + std::to_string(red_idx);
+    std::string v = e.value(r.args[0], {});
+    std::string lines = e.take_lines("      ");
+    body << e.take_outer("    ");
+    body << "    float" << vn << " " << acc << " = (float" << vn << ")(" << reduce_init(r.op) << ");\n";
+    body << unroll_pragma(s_.unroll, "    ");
+    body << "    for (int ri = 0; ri < " << len << "; ++ri) {\n" << lines << "      " << acc << " = "
+         << combine_code(r.op, acc, v) << ";\n    }\n";
+    e.known[reduces[red_idx]] = acc;
+  }
+  Pattern out_pattern = patterns.of(stage.root);
+  std::string result = e.value(stage.root, {});
+  const std::string out = buffer_of_.at(stage.root);
+  if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
+    std::string lines = e.take_lines("      ");
+    body << e.take_outer("    ");
+    body << "    for (int ri = 0; ri < " << len << "; ++ri) {\n" << lines << "      vstore" << vn << "(" << result << ", 0, "
+         << out << " + base + ri * " << inner << ");\n    }\n";
+  } else {
+    body << e.take_outer("    ") << e.take_lines("    ");
+    body << "    vstore" << vn << "(" << result << ", 0, " << out << " + q0);\n";
+  }
+  return body.str();
+}
+
+// ------------------------------------------------------------------ reduce_full
+
+// Two passes over everything: `partials` work-groups each reduce a grid-stride slice
+// into scratch, then one work-group combines the partials and applies the epilogue.
+std::string ProgramEmitter::reduce_full(const Stage& stage, const std::string& name, std::string& err) {
+  std::vector<int> reduces;
+  for (int id = 0; id <= stage.root; ++id)
+    if (g_.nodes[id].kind == NodeKind::reduce && !is_buffer_leaf(id, stage.root)) reduces.push_back(id);
+  if (reduces.size() != 1) {
+    err = "a full reduction region must hold exactly one reduction";
+    return "";
+  }
+  const std::string partial = buffer_of_.at(stage.root) == "out" ? "partial" : "partial_" + buffer_of_.at(stage.root);
+  scratch_.push_back("// kforge-scratch: " + partial + " float " + std::to_string(s_.partials) + "\n");
+  int counter = 0;
+  Kernel k1 = full_partial_kernel(stage, reduces[0], name + "_partial", partial, &counter, err);
+  if (!err.empty()) return "";
+  Kernel k2 = full_final_kernel(stage, reduces[0], name + "_final", partial, k1.attributes, &counter);
+  return k1.render() + "\n" + k2.render();
+}
+
+// Pass 1: each of the `partials` work-groups reduces a grid-stride slice into scratch.
+Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, const std::string& name,
+                                           const std::string& partial, int* counter, std::string& err) {
+  const Node& red = g_.nodes[reduce_id];
+  const int wg = s_.work_group, parts = s_.partials;
+  Kernel k1;
+  k1.name = name;
+  k1.output_buffer = partial;
+  const std::string n = k1.size(numel_expr(stage.reduce_shape), "n");
+  ExprEmitter e1(g_, 1, counter);
+  e1.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+  e1.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k1.buffer(buffer_name(id));
+    int64_t numel = numel_value(g_.nodes[id].shape);
+    if (numel == 1) return buf + "[0]";
+    if (numel != numel_value(stage.reduce_shape)) {
+      err = "a broadcast operand inside a full reduction is not supported";
+      return buf + "[0]";
+    }
+    return buf + "[i]";
+  };
+  std::string v = e1.value(red.args[0], {});
+  std::string lines = e1.take_lines("    ");
+  if (!err.empty()) return k1;
+  k1.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(wg) + ", 1, 1))) ";
+  k1.grid = std::to_string(parts);
+  k1.block = std::to_string(wg);
+  std::ostringstream b1;
+  b1 << "  // pass 1 of 2: each of the " << parts << " work-groups reduces a grid-stride slice\n";
+  b1 << "  __local float red[" << wg << "];\n  const int lid = get_local_id(0);\n";
+  b1 << "  float acc = " << reduce_init(red.op) << ";\n";
+  b1 << unroll_pragma(s_.unroll, "  ");
+  b1 << "  for (int i = get_global_id(0); i < " << n << "; i += get_global_size(0)) {\n" << lines;
+  b1 << "    acc = " << combine_code(red.op, "acc", v) << ";\n  }\n";
+  b1 << group_reduce("acc", red.op, wg, "  ");
+  b1 << "  if (lid == 0) " << partial << "[get_group_id(0)] = acc;\n";
+  k1.body = b1.str();
+  return k1;
+}
+
+// Pass 2: one work-group combines the partial results and applies the epilogue.
+Kernel ProgramEmitter::full_final_kernel(const Stage& stage, int reduce_id, const std::string& name,
+                                         const std::string& partial, const std::string& attributes, int* counter) {
+  const Node& red = g_.nodes[reduce_id];
+  const int wg = s_.work_group, parts = s_.partials;
+  Kernel k2;
+  k2.name = name;
+  k2.output_buffer = buffer_of_.at(stage.root);
+  k2.buffer(partial);
+  const std::string n2 = k2.size(numel_expr(stage.reduce_shape), "n");
+  ExprEmitter e2(g_, 1, counter);
+  e2.red_len = n2;
+  e2.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+  e2.load = [&](int id, const std::vector<std::string>&) { return k2.buffer(buffer_name(id)) + "[0]"; };
+  e2.known[reduce_id] = "acc";
+  std::string result = e2.value(stage.root, {});
+  k2.attributes = attributes;
+  k2.grid = "1";
+  k2.block = std::to_string(wg);
+  std::ostringstream b2;
+  b2 << "  // pass 2 of 2: one work-group combines the " << parts << " partial results\n";
+  b2 << "  __local float red[" << wg << "];\n  const int lid = get_local_id(0);\n";
+  b2 << "  float acc = " << reduce_init(red.op) << ";\n";
+  b2 << "  for (int i = lid; i < " << parts << "; i += " << wg << ") acc = "
+     << combine_code(red.op, "acc", k2.buffer_param[partial] + "[i]") << ";\n";
+  b2 << group_reduce("acc", red.op, wg, "  ");
+  b2 << "  if (lid == 0) {\n" << e2.take_outer("    ") << e2.take_lines("    ") << "    " << k2.output_buffer
+     << "[0] = " << result << ";\n  }\n";
+  k2.body = b2.str();
+  return k2;
+}
+
+}  // namespace kforge::codegen::emit
