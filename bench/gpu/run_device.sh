@@ -83,7 +83,7 @@ stage_adversarial() {
 }
 
 stage_harness() {
-  python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" 2>&1 | tee "$OUT/harness.log" | tail -10
+  python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
 }
 
 # Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
