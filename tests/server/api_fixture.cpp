@@ -53,6 +53,14 @@ RawResponse ApiServer::post(const std::string& path, const std::string& body, co
   return resp;
 }
 
+RawResponse ApiServer::del(const std::string& path, const std::string& token) {
+  std::vector<std::string> headers;
+  if (!token.empty()) headers.push_back("Authorization: Bearer " + token);
+  auto resp = http_request(port, "DELETE", path, "", headers, 30);
+  check("DELETE", path, resp);
+  return resp;
+}
+
 std::string ApiServer::log() const {
   std::ifstream in("/tmp/kforge-test-server-" + std::to_string(port) + ".log");
   std::stringstream text;

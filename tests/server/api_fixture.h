@@ -26,6 +26,8 @@ class ApiServer {
   //! POST a body with an optional token and extra headers; checked against the document.
   RawResponse post(const std::string& path, const std::string& body, const std::string& token = "",
                    std::vector<std::string> headers = {});
+  //! DELETE with an optional token; checked against the document.
+  RawResponse del(const std::string& path, const std::string& token = "");
   //! Server log so far (access log lines, errors).
   std::string log() const;
 
