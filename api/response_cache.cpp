@@ -1,4 +1,5 @@
 // ResponseCache behind api/response_cache.h.
+// Test: ctest -R api_response_cache_test.
 #include "api/response_cache.h"
 
 #include "api/conditional.h"

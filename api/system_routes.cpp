@@ -1,4 +1,5 @@
 // /v1/health, /v1/ready and static files.
+// Test: ctest -R 'server_system_test|api_core_test'.
 #include "api/system_routes.h"
 
 #include <filesystem>

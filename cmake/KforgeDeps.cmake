@@ -5,7 +5,7 @@ find_package(nlohmann_json 3 REQUIRED)
 
 find_package(OpenCL REQUIRED)
 
-# CUDA toolkit (NVRTC + cuda.h) for the cuda kernel target. libcuda itself is loaded at
+# CUDA toolkit (NVRTC + <cuda.h>) for the cuda kernel target. libcuda itself is loaded at
 # run time, so this builds, and compiles CUDA candidates, on machines without a GPU.
 if(KFORGE_WITH_CUDA)
   find_package(CUDAToolkit QUIET)

@@ -1,6 +1,7 @@
 // Opening PostgreSQL connections with kforge's defaults (connect timeout,
 // application name), a reconnecting link for long-lived users, and a small bounded
-// pool for the server's executor. Tests: ctest -R 'worker_|db_'.
+// pool for the server's executor.
+// Test: every database test, e.g. scripts/test.sh build -R 'db_queue_test|worker_'.
 #pragma once
 
 #include <condition_variable>

@@ -1,4 +1,5 @@
 // Leaderboard queries (db/queries/leaderboards.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_resources_test'.
 #include "db/leaderboards.h"
 
 #include "db/prepared.h"

@@ -1,4 +1,5 @@
 // Op and candidate queries (db/queries/ops.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_resources_test'.
 #include "db/ops.h"
 
 #include "db/sql.h"

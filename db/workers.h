@@ -1,6 +1,6 @@
 // Worker registry: each kforge-worker inserts a row at start, heartbeats it,
 // and marks it stopped on a clean exit; one that goes silent is marked dead.
-// Tests: ctest -R 'worker_registration_test|db_queue_test'.
+// Test: scripts/test.sh build -R 'worker_registration_test|api_resources_test|db_queue_test'.
 #pragma once
 
 #include <cstdint>

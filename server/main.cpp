@@ -3,6 +3,7 @@
 //   kforge-server [--port 8080]        serve
 //   kforge-server migrate              apply migrations and exit
 //   kforge-server token create --scope submit [--name NAME]   print a new API token
+// Run: make run. Test: ctest -R 'server_system_test|api_core_test' (this binary over HTTP).
 #include <signal.h>
 #include <sys/resource.h>
 

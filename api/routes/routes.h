@@ -1,5 +1,6 @@
 // Registration of the v1 resource routes, one function per resource family.
 // Each lives in api/routes/<family>_routes.cpp; add_v1_routes wires them all.
+// Test: ctest -R 'api_(core|resources)_test' (the real server over HTTP).
 #pragma once
 
 #include "api/context.h"

@@ -1,7 +1,7 @@
 # Checks teacher kernels for suite ops on a GPU host through the real harness
 # (`kforge-worker check ... --target T --device D`): the teacher's OpenCL schedules on
 # NVIDIA's OpenCL platform, and where a source of the other targets is given (files
-# named OP.cu / OP.py in --programs), those too. Writes one row per (op, target) with
+# named <op>.cu / <op>.py in --programs), those too. Writes one row per (op, target) with
 # the outcome, message and speedups.
 # Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2]
 import argparse

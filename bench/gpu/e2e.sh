@@ -28,14 +28,17 @@ pids+=($!)
 for _ in $(seq 100); do curl -sf http://127.0.0.1:8080/v1/ready >/dev/null && break; sleep 0.2; done
 started=$(date +%s.%N)
 python3 - "$token" "$ops" "$targets" "$OUT/e2e.json" <<'EOF'
-import json, sys, time, urllib.request
+import json, sys, time, urllib.error, urllib.request
 token, ops, targets, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4]
 base = "http://127.0.0.1:8080"
 def call(method, path, body=None):
     req = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body else None,
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        raise SystemExit(f"e2e: {method} {path} -> {err.code}: {err.read().decode(errors='replace')[:2000]}")
 jobs = []
 for op in ops:
     spec = json.load(open(f"suite/level2/{op}.json"))
