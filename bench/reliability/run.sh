@@ -57,6 +57,7 @@ result = {
   "command": "bench/reliability/run.sh build bench/results/reliability.json"
              " (FUZZ_SEEDS='${seeds}' IDEMPOTENCY_ROUNDS=${IDEMPOTENCY_ROUNDS:-100} WORKER_KILLS=${WORKER_KILLS:-20}"
              " PG_RESTARTS=${PG_RESTARTS:-5} SERVER_KILLS=${SERVER_KILLS:-5})",
+  "code": """$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)""",
   "fuzz": {"requests": total(fuzz, "requests"), "server_crashes": total(fuzz, "server_crashes"),
            "status_5xx": total(fuzz, "status_5xx"), "undocumented_status": total(fuzz, "undocumented_status"),
            "schema_errors": total(fuzz, "schema_errors"), "seeds": [r["seed"] for r in fuzz], "runs": fuzz},
