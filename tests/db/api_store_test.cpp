@@ -14,6 +14,19 @@
 #include "db/tokens.h"
 #include "tests/support/test_db.h"
 
+namespace {
+
+kforge::db::OpRecord relu_op() {
+  kforge::db::OpRecord op;
+  op.name = "relu";
+  op.source = "def forward(x: Tensor) -> Tensor:\n    return torch.relu(x)\n";
+  op.spec_json = R"({"name": "relu"})";
+  op.spec_sha256 = "abc";
+  return op;
+}
+
+}  // namespace
+
 TEST(ApiStore, TokensAndIdempotencyRecords) {
   KFORGE_REQUIRE_DB();
   kforge::test::TestDatabase database;
@@ -50,11 +63,7 @@ TEST(ApiStore, OpsCandidatesModelsAndPreparedLeaderboard) {
   KFORGE_REQUIRE_DB();
   kforge::test::TestDatabase database;
   auto conn = kforge::db::connect(database.url());
-  kforge::db::OpRecord op;
-  op.name = "relu";
-  op.source = "def forward(x: Tensor) -> Tensor:\n    return torch.relu(x)\n";
-  op.spec_json = R"({"name": "relu"})";
-  op.spec_sha256 = "abc";
+  kforge::db::OpRecord op = relu_op();
   auto stored = kforge::db::op_insert(*conn, op);
   EXPECT_GT(stored.id, 0);
   EXPECT_EQ(kforge::db::op_find_by_sha256(*conn, "abc")->id, stored.id);
@@ -106,11 +115,7 @@ TEST(ApiStore, CandidatesOncePerAttemptUnderTheLease) {
   KFORGE_REQUIRE_DB();
   kforge::test::TestDatabase database;
   auto conn = kforge::db::connect(database.url());
-  kforge::db::OpRecord op;
-  op.name = "relu";
-  op.source = "def forward(x: Tensor) -> Tensor:\n    return torch.relu(x)\n";
-  op.spec_json = R"({"name": "relu"})";
-  op.spec_sha256 = "abc";
+  kforge::db::OpRecord op = relu_op();
   int64_t op_id = kforge::db::op_insert(*conn, op).id;
   kforge::db::JobInsert insert;
   insert.kind = "generate";
@@ -195,11 +200,7 @@ TEST(ApiStore, DeleteOpsAndArchiveModels) {
   KFORGE_REQUIRE_DB();
   kforge::test::TestDatabase database;
   auto conn = kforge::db::connect(database.url());
-  kforge::db::OpRecord op;
-  op.name = "relu";
-  op.source = "x";
-  op.spec_json = "{}";
-  op.spec_sha256 = "a";
+  kforge::db::OpRecord op = relu_op();
   int64_t op_id = kforge::db::op_insert(*conn, op).id;
   kforge::db::CandidateRecord c;
   c.job_id = 1;

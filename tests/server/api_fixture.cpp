@@ -62,6 +62,8 @@ RawResponse ApiServer::del(const std::string& path, const std::string& token) {
   return resp;
 }
 
+bool healthy(int port) { return http_request(port, "GET", "/v1/health", "", {}, 5).status == 200; }
+
 std::string ApiServer::log() const {
   std::ifstream in("/tmp/kforge-test-server-" + std::to_string(port) + ".log");
   std::stringstream text;

@@ -42,6 +42,9 @@ class ApiServer {
   void check(const std::string& method, const std::string& path, const RawResponse& resp);
 };
 
+//! True when GET /v1/health on 127.0.0.1:port answers 200 within 5 s.
+bool healthy(int port);
+
 //! The op from DESIGN.md (silu * y), small shapes; `name` varies it.
 std::string sample_op(const std::string& name = "silu_mul", const std::string& body = "F.silu(x) * y");
 

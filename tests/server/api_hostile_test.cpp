@@ -13,13 +13,12 @@
 #include "tests/support/http_client.h"
 
 using kforge::test::ApiServer;
+using kforge::test::healthy;
 using kforge::test::http_raw;
 using kforge::test::http_request;
 using nlohmann::json;
 
 namespace {
-
-bool healthy(int port) { return http_request(port, "GET", "/v1/health", "", {}, 5).status == 200; }
 
 // The first field error of a problem body ("" if none).
 std::string first_field(const std::string& body) {
