@@ -67,6 +67,7 @@ struct CheckOptions {
   //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
   //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
   std::function<bool()> stop_requested;
+  std::string timing_lock;       //!< a file to flock while timing, so Checkers side by side never time at once
 };
 
 //! Where and how outputs first differed.
