@@ -1,9 +1,11 @@
 # Checks teacher kernels for suite ops on a GPU host through the real harness
-# (`kforge-worker check ... --target T --device D`): the teacher's OpenCL schedules on
-# NVIDIA's OpenCL platform, and where a source of the other targets is given (files
-# named OP.cu / OP.py in --programs), those too. Writes one row per (op, target) with
+# (`kforge-worker check ... --target T --device D`): the teacher's schedule (--schedule)
+# in each of --targets (opencl on NVIDIA's OpenCL platform, cuda and triton on CUDA
+# device 0), and where a source is given for cuda / triton (files named <op>.cu / <op>.py in
+# --programs), that source instead of the teacher's. Writes one row per (op, target) with
 # the outcome, message and speedups.
 # Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2]
+#                   [--targets opencl,cuda,triton]
 import argparse
 import glob
 import json
@@ -45,7 +47,8 @@ def main():
     parser.add_argument("--level", default="2")
     parser.add_argument("--ops", default="", help="comma-separated op names (default: all of the level)")
     parser.add_argument("--programs", default="", help="folder with OP.cu / OP.py sources for the cuda / triton targets")
-    parser.add_argument("--schedule", default="0", help="teacher schedule index for opencl")
+    parser.add_argument("--schedule", default="0", help="teacher schedule index (of each target's space)")
+    parser.add_argument("--targets", default="opencl,cuda,triton", help="comma-separated targets to check")
     parser.add_argument("--extra", default="--trials 3", help="extra kforge-worker check flags")
     args = parser.parse_args()
     wanted = {name for name in args.ops.split(",") if name}
@@ -56,23 +59,29 @@ def main():
         name = os.path.basename(op_path)[:-5]
         if wanted and name not in wanted:
             continue
-        rc, program, err, _ = run([f"{args.bin}/kforge-codegen", "emit", op_path, args.schedule])
-        if rc == 0 and program.strip():
-            path = f"var/gpu/programs/{name}.cl"
-            with open(path, "w") as file:
-                file.write(program)
-            rows.append({"op": name, "target": "opencl", **check(args.bin, op_path, path, "opencl", "NVIDIA",
-                                                                   args.extra.split())})
-        else:
-            rows.append({"op": name, "target": "opencl", "outcome": "not_lowered", "message": err[-300:]})
-        for target, ext in (("cuda", "cu"), ("triton", "py")):
-            path = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
-            if path and os.path.exists(path):
-                rows.append({"op": name, "target": target, **check(args.bin, op_path, path, target, "cuda",
-                                                                     args.extra.split())})
-        row = rows[-1]
-        print(f"{row['op']:24s} {row['target']:7s} {row['outcome']:15s} eager x{row.get('speedup_vs_eager') or row.get('speedup') or 0:.2f} "
-              f"compile x{row.get('speedup_vs_compile') or 0:.2f} {(row.get('message') or '')[:80]}", flush=True)
+        first_row = len(rows)
+        for target, ext, device in (("opencl", "cl", "NVIDIA"), ("cuda", "cu", "cuda"), ("triton", "py", "cuda")):
+            if target not in args.targets.split(","):
+                continue
+            given = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
+            if given and os.path.exists(given) and target != "opencl":
+                path = given
+            else:
+                rc, program, err, _ = run([f"{args.bin}/kforge-codegen", "emit", op_path, args.schedule,
+                                           "--target", target])
+                if rc != 0 or not program.strip():
+                    rows.append({"op": name, "target": target, "outcome": "not_lowered",
+                                 "message": (err or program)[-300:]})
+                    continue
+                path = f"var/gpu/programs/{name}.{ext}"
+                with open(path, "w") as file:
+                    file.write(program)
+            rows.append({"op": name, "target": target, **check(args.bin, op_path, path, target, device,
+                                                                 args.extra.split())})
+        for row in rows[first_row:]:
+            print(f"{row['op']:24s} {row['target']:7s} {row['outcome']:15s} "
+                  f"eager x{row.get('speedup_vs_eager') or row.get('speedup') or 0:.2f} "
+                  f"compile x{row.get('speedup_vs_compile') or 0:.2f} {(row.get('message') or '')[:80]}", flush=True)
     with open(args.out, "w") as file:
         json.dump({"rows": rows, "command": "python3 bench/gpu/check_suite.py " + " ".join(
             f"--{k} {v}" for k, v in vars(args).items() if v)}, file, indent=1)

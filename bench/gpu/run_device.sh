@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # kforge on a GPU host (the H100 device machine: Ubuntu 24.04, PyTorch 2.x + Triton, CUDA,
 # NVIDIA OpenCL + PoCL, no apt, no PostgreSQL), stage by stage in one call:
-#   bash bench/gpu/run_device.sh build test check timing e2e
+#   bash bench/gpu/run_device.sh build test check timing e2e teacher
 #   build   unpack .devcarry/gpu-deps.tar.xz (bench/gpu/bundle_host_deps.sh), build with tests
 #           ON against the host's PyTorch (KFORGE_WITH_HTTP=OFF: worker + database, no cpprest)
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
+#   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
+#           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -62,6 +64,18 @@ stage_timing() {
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
+stage_teacher() {
+  # One results file per target; rows are written after every op, so a run cut short
+  # keeps what it measured. TEACHER_FILTER=level2/ selects a level (a path substring).
+  local target
+  for target in ${TEACHER_TARGETS:-cuda triton}; do
+    local started=$SECONDS
+    build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" \
+      --out "$OUT/teacher_$target.json" ${TEACHER_ARGS:-} > "$OUT/teacher_$target.log" 2>&1
+    log "teacher $target rc=$? in $((SECONDS - started)) s: $(tail -1 "$OUT/teacher_$target.log")"
+  done
+}
+
 stage_e2e() {
   bash bench/gpu/e2e.sh build-gpu 2>&1 | tee "$OUT/e2e.log" | tail -40
 }
@@ -69,7 +83,7 @@ stage_e2e() {
 [ $# -gt 0 ] || set -- build test
 for stage in "$@"; do
   case "$stage" in
-    build|test|check|timing|e2e) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
+    build|test|check|timing|e2e|teacher) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
