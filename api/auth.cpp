@@ -1,4 +1,5 @@
 // Token hashing, minting and checking behind api/auth.h.
+// Test: ctest -R api_core_test (scopes, revocation and hashed tokens over HTTP).
 #include "api/auth.h"
 
 #include <openssl/rand.h>

@@ -1,4 +1,5 @@
 // RFC 9457 problem details; every error response in kforge passes through problem().
+// Test: ctest -R 'api_(router|core)_test'.
 #include "api/errors.h"
 
 #include <nlohmann/json.hpp>

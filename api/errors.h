@@ -1,5 +1,6 @@
 // Error kinds and their one mapping to HTTP status and RFC 9457 problem+json.
 // Test: ctest -R api_router_test.
+// Test: ctest -R 'api_(router|core)_test' (statuses and problem bodies).
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
-// Bounded executor behind api/executor.h. Tested in tests/api/executor_test.cpp.
+// Bounded executor behind api/executor.h: a fixed pool of threads and a bounded queue.
+// Test: ctest -R api_executor_test.
 #include "api/executor.h"
 
 #include <exception>

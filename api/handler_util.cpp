@@ -1,5 +1,6 @@
 // Shared handler helpers behind api/handler_util.h.
 // Test: ctest -R api_handler_util_test.
+// Test: ctest -R api_handler_util_test, and every route test over HTTP.
 #include "api/handler_util.h"
 
 #include <cmath>

@@ -1,4 +1,5 @@
 // Job -> API resource mapping behind api/job_view.h.
+// Test: ctest -R 'api_(handler_util|resources)_test'.
 #include "api/job_view.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // Metrics registry behind api/metrics.h. One mutex: a request costs one map
 // update under it, far below the HTTP stack's own per-request cost.
+// Test: ctest -R 'api_metrics_test|api_core_test' (GET /metrics).
 #include "api/metrics.h"
 
 #include <cstdio>

@@ -48,6 +48,18 @@ HttpResponse probe_failure(const harness::ProbeResult& probe, const std::string&
   return problem(ErrorKind::internal, "the op could not be checked: " + probe.message);
 }
 
+// The optional suite level (the suite's files carry it: 1 single ops, 2 fusions).
+// It is not part of the op's identity, so it stays out of the canonical spec.
+std::optional<std::string> read_level(const json& op_body, int* level) {
+  auto found = op_body.find("level");
+  if (found == op_body.end() || found->is_null()) return std::nullopt;
+  if (!found->is_number_integer() || found->get<int64_t>() < 1 || found->get<int64_t>() > 9) {
+    return "must be an integer from 1 to 9 (the suite level: 1 single ops, 2 fusions)";
+  }
+  *level = found->get<int>();
+  return std::nullopt;
+}
+
 }  // namespace
 
 json op_json(const db::OpRecord& op) {
@@ -60,6 +72,7 @@ json op_json(const db::OpRecord& op) {
   out["outputs"] = probe.is_object() && probe.contains("outputs") ? probe["outputs"] : json::array();
   out["sample_run"] = probe.is_object() ? probe : json::object();
   out["sample_run"].erase("outputs");
+  out["level"] = op.level > 0 ? json(op.level) : json(nullptr);
   out["created_at"] = op.created_at;
   return out;
 }
@@ -74,11 +87,14 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
     return out;
   }
   auto parsed = spec::parse_op_spec(op_body.dump());
-  if (!parsed.ok()) {
+  int level = 0;
+  auto level_error = read_level(op_body, &level);
+  if (!parsed.ok() || level_error) {
     std::vector<FieldError> fields;
     for (const auto& error : parsed.errors) fields.push_back({field_prefix + error.field, error.message});
-    out.error = problem(ErrorKind::unprocessable, "the op is invalid: " + spec::describe_errors(parsed.errors),
-                        fields);
+    if (level_error) fields.push_back({field_prefix + "level", *level_error});
+    std::string detail = parsed.ok() ? "level: " + *level_error : spec::describe_errors(parsed.errors);
+    out.error = problem(ErrorKind::unprocessable, "the op is invalid: " + detail, fields);
     return out;
   }
   std::string canonical = spec::op_spec_to_json(parsed.spec);
@@ -116,6 +132,7 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
   record.spec_sha256 = digest;
   record.outputs_json = sample.dump();
   record.created_by = principal.token_id;
+  record.level = level;
   out.op = db::op_insert(conn, record);
   out.created = true;
   return out;

@@ -1,5 +1,8 @@
 // ResponseCache behind api/response_cache.h.
+// Test: ctest -R api_response_cache_test.
 #include "api/response_cache.h"
+
+#include "api/conditional.h"
 
 namespace kforge::api {
 
@@ -20,7 +23,10 @@ void ResponseCache::put(const std::string& key, const HttpResponse& resp) {
   std::lock_guard lock(mutex_);
   // Keys come from clients (cursors, filters): never let them grow without bound.
   if (entries_.size() >= max_entries_) entries_.clear();
-  entries_[key] = {std::chrono::steady_clock::now() + ttl_, resp};
+  // The ETag is computed once here, not on every hit (pollers revalidate with it).
+  HttpResponse stored = resp;
+  add_etag(stored);
+  entries_[key] = {std::chrono::steady_clock::now() + ttl_, std::move(stored)};
 }
 
 std::string ResponseCache::key_of(const HttpRequest& req) {

@@ -20,7 +20,7 @@ class ResponseCache {
       : ttl_(ttl), max_entries_(max_entries) {}
   //! A fresh stored response for the key.
   std::optional<HttpResponse> get(const std::string& key);
-  //! Stores a response (only 200s are worth keeping).
+  //! Stores a response (only 200s are worth keeping) with its ETag (api/conditional.h).
   void put(const std::string& key, const HttpResponse& resp);
   //! The cache key of a request: path plus its query parameters in order.
   static std::string key_of(const HttpRequest& req);

@@ -1,4 +1,5 @@
 // Linear-scan router: kforge has a few dozen routes; clarity beats a trie here.
+// Test: ctest -R api_router_test.
 #include "api/router.h"
 
 #include <exception>

@@ -1,5 +1,6 @@
 // Method + path-pattern routing ("/v1/ops/{id}"), answering 404 for unknown
 // paths and 405 (with Allow) for a known path with the wrong method.
+// Test: ctest -R api_router_test.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,8 @@
 // /v1/health, /v1/ready and static files.
+// Test: ctest -R 'server_system_test|api_core_test'.
 #include "api/system_routes.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,11 +20,12 @@ std::string content_type_for(const std::string& path) {
     return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends_with(".html")) return "text/html; charset=utf-8";
-  if (ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (ends_with(".js") || ends_with(".mjs")) return "text/javascript; charset=utf-8";
   if (ends_with(".css")) return "text/css; charset=utf-8";
   if (ends_with(".json")) return "application/json";
   if (ends_with(".svg")) return "image/svg+xml";
   if (ends_with(".png")) return "image/png";
+  if (ends_with(".ico")) return "image/x-icon";
   return "application/octet-stream";
 }
 
@@ -55,13 +58,39 @@ HttpResponse serve_static(const std::string& web_dir, const std::string& path) {
   if (rel.find("..") != std::string::npos || rel.find('\0') != std::string::npos) {
     return problem(ErrorKind::not_found, "no such file " + path);
   }
-  std::ifstream in(web_dir + rel, std::ios::binary);
-  if (!in) return problem(ErrorKind::not_found, "no route or file for " + path);
+  std::error_code ec;
+  std::ifstream in;
+  if (std::filesystem::is_regular_file(web_dir + rel, ec)) in.open(web_dir + rel, std::ios::binary);
+  if (!in.is_open()) return problem(ErrorKind::not_found, "no route or file for " + path);
   std::ostringstream data;
   data << in.rdbuf();
   HttpResponse resp;
   resp.content_type = content_type_for(rel);
   resp.body = data.str();
+  return resp;
+}
+
+const std::vector<std::string>& vendor_packages() {
+  static const std::vector<std::string> packages = {"chart.js", "highlight.js"};
+  return packages;
+}
+
+HttpResponse serve_vendor(const std::string& vendor_dir, const std::string& path) {
+  const std::string prefix = "/vendor/";
+  std::string rest = path.substr(prefix.size());
+  std::string package = rest.substr(0, rest.find('/'));
+  bool known = false;
+  for (const auto& name : vendor_packages()) known = known || name == package;
+  if (!known || rest.size() <= package.size() + 1) {
+    return problem(ErrorKind::not_found, "no vendored file " + path + " (packages: chart.js, highlight.js)");
+  }
+  HttpResponse resp = serve_static(vendor_dir, "/" + rest);
+  if (resp.status == 404) {
+    resp = problem(ErrorKind::not_found, "no vendored file " + path + ": is the Debian package libjs-" + package +
+                                             " installed? (scripts/install-deps.sh)");
+  }
+  // The files change only when the Debian package is upgraded: let browsers keep them a day.
+  if (resp.status == 200) resp.headers.emplace_back("Cache-Control", "public, max-age=86400");
   return resp;
 }
 
@@ -75,6 +104,7 @@ void add_system_routes(Router& router, SystemState& state) {
   router.set_fallback([&state](HttpRequest& req) {
     if (req.method != "GET" && req.method != "HEAD") return problem(ErrorKind::not_found, "no route for " + req.path);
     if (req.path.rfind("/v1/", 0) == 0) return problem(ErrorKind::not_found, "no route for " + req.path);
+    if (req.path.rfind("/vendor/", 0) == 0) return serve_vendor(state.vendor_dir, req.path);
     return serve_static(state.web_dir, req.path);
   });
 }

@@ -5,7 +5,7 @@ find_package(nlohmann_json 3 REQUIRED)
 
 find_package(OpenCL REQUIRED)
 
-# CUDA toolkit (NVRTC + cuda.h) for the cuda kernel target. libcuda itself is loaded at
+# CUDA toolkit (NVRTC + <cuda.h>) for the cuda kernel target. libcuda itself is loaded at
 # run time, so this builds, and compiles CUDA candidates, on machines without a GPU.
 if(KFORGE_WITH_CUDA)
   find_package(CUDAToolkit QUIET)
@@ -20,7 +20,12 @@ if(KFORGE_WITH_TORCH)
   find_package(Torch REQUIRED)
   # TorchConfig puts its flags in TORCH_CXX_FLAGS; wrap everything in one target.
   add_library(kforge_torch INTERFACE)
-  target_link_libraries(kforge_torch INTERFACE ${TORCH_LIBRARIES})
+  # libstdc++ first among the libraries a program loads: PyTorch 2.x's libtorch exports its
+  # own std::filesystem (101 symbols in libtorch_cpu), and a program that loads libtorch
+  # before libstdc++ binds std::filesystem::remove_all there and jumps to address 0
+  # (seen on the H100 host: every test that cleans up a directory crashed).
+  target_link_libraries(kforge_torch INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state"
+                        ${TORCH_LIBRARIES})
   target_include_directories(kforge_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   # TORCH_CXX_FLAGS carries -D_GLIBCXX_USE_CXX11_ABI; it must hold for every
   # translation unit, not only torch users, or std::string crosses an ABI seam.

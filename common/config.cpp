@@ -1,5 +1,6 @@
 // Flag parsing behind common/config.h. Deliberately small: --name value,
 // --name=value, boolean --name / --no-name, and positionals.
+// Test: ctest -R common_config_test.
 #include "common/config.h"
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
 // Command-line flags with KFORGE_* environment fallbacks, one table per binary.
 // Precedence: --flag value > environment variable > default. `--help` prints the table.
+// Test: ctest -R common_config_test.
 #pragma once
 
 #include <map>

@@ -1,5 +1,6 @@
 // logfmt writer behind common/log.h. One fputs per line so concurrent threads
 // do not interleave within a line.
+// Test: ctest -R common_log_test.
 #include "common/log.h"
 
 #include <atomic>

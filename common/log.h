@@ -1,6 +1,7 @@
 // Structured log lines in logfmt: time, level, component, message, extra fields.
 //   ts=2026-11-22T08:00:00.123Z level=info component=server msg="listening" port=8080
 // Level from KFORGE_LOG_LEVEL (debug|info|warn|error), default info.
+// Test: ctest -R common_log_test.
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 // fork/exec child processes behind common/subprocess.h.
+// Test: ctest -R 'harness_check_command_test|tools_import_kernelbench_test'.
 #include "common/subprocess.h"
 
 #include <fcntl.h>

@@ -1,4 +1,5 @@
 // Connections and the pool behind db/connection.h.
+// Test: every database test, e.g. scripts/test.sh build -R db_queue_test.
 #include "db/connection.h"
 
 namespace kforge::db {

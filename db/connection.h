@@ -1,5 +1,6 @@
 // Opening PostgreSQL connections with kforge's defaults (connect timeout,
 // application name), and a small bounded pool for the server's executor.
+// Test: every database test, e.g. scripts/test.sh build -R db_queue_test.
 #pragma once
 
 #include <condition_variable>

@@ -1,4 +1,5 @@
 // Leaderboard queries (db/queries/leaderboards.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_resources_test'.
 #include "db/leaderboards.h"
 
 #include "db/prepared.h"
@@ -15,14 +16,20 @@ std::optional<double> optional_double(const pqxx::field& field) {
 }  // namespace
 
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
-                                         const std::string& after_device, const std::string& target_filter,
-                                         int limit) {
-  ensure_prepared(conn, "leaderboard_ops");
-  // One statement in autocommit: no BEGIN/COMMIT round trips for a read.
-  pqxx::nontransaction txn(conn);
+                                         const std::string& after_device, const OpLeaderFilter& filter, int limit) {
+  // Filters are planned per call (see leaderboard_ops_filtered); the common,
+  // unfiltered page is prepared once per connection.
+  ensure_prepared(conn, "leaderboard_ops");  // before the transaction: libpqxx 7 prepares at once
+  pqxx::nontransaction txn(conn);  // one statement in autocommit: no BEGIN/COMMIT round trips
+  pqxx::result rows;
+  if (filter.op_id > 0 || !filter.device.empty() || filter.level > 0) {
+    rows = txn.exec_params(sql("leaderboard_ops_filtered"), after_op_id, after_target, after_device, filter.target,
+                           filter.device, filter.level, filter.op_id, limit);
+  } else {
+    rows = txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, filter.target, limit);
+  }
   std::vector<OpLeaderRow> out;
-  for (const auto& row :
-       txn.exec_prepared("leaderboard_ops", after_op_id, after_target, after_device, target_filter, limit)) {
+  for (const auto& row : rows) {
     OpLeaderRow r;
     r.op_id = row[0].as<int64_t>();
     r.op_name = row[1].as<std::string>();
@@ -35,6 +42,9 @@ std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_o
     r.kernel_ms = optional_double(row[8]);
     r.baseline_ms = optional_double(row[9]);
     r.created_at = row[10].as<std::string>();
+    r.level = row[11].as<int>();
+    r.generator = row[12].as<std::string>();
+    r.speedup_vs_compile = optional_double(row[13]);
     out.push_back(std::move(r));
   }
   return out;

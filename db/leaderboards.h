@@ -22,15 +22,25 @@ struct OpLeaderRow {
   int64_t job_id = 0;
   int64_t model_id = 0;
   std::optional<double> speedup;
+  std::optional<double> speedup_vs_compile;  //!< GPU only: against torch.compile (null where not measured)
   std::optional<double> kernel_ms;
   std::optional<double> baseline_ms;
   std::string created_at;
+  int level = 0;          //!< the op's suite level, 0 = none
+  std::string generator;  //!< "name@version" of the model, else "teacher" / "policy" / ""
 };
 
-//! Rows strictly after (op_id, target, device) in that order; target "" = any.
+//! Which ops-leaderboard rows to return; empty / 0 fields mean any.
+struct OpLeaderFilter {
+  std::string target;
+  std::string device;
+  int level = 0;
+  int64_t op_id = 0;  //!< one op only
+};
+
+//! Rows strictly after (op_id, target, device) in that order that pass the filter.
 std::vector<OpLeaderRow> leaderboard_ops(pqxx::connection& conn, int64_t after_op_id, const std::string& after_target,
-                                         const std::string& after_device, const std::string& target_filter,
-                                         int limit);
+                                         const std::string& after_device, const OpLeaderFilter& filter, int limit);
 
 //! One models-leaderboard row.
 struct ModelLeaderRow {

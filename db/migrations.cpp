@@ -1,4 +1,5 @@
 // Migration runner behind db/migrations.h.
+// Test: scripts/test.sh build -R db_migrations_test.
 #include "db/migrations.h"
 
 #include <set>

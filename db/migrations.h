@@ -1,5 +1,6 @@
 // Schema migrations: numbered files db/migrations/NNN_name.sql, applied in order
 // in one transaction under an advisory lock, recorded in schema_migrations.
+// Test: scripts/test.sh build -R db_migrations_test.
 #pragma once
 
 #include <string>

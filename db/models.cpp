@@ -1,4 +1,5 @@
 // Model, evaluation and training-progress queries (db/queries/models.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_resources_test'.
 #include "db/models.h"
 
 #include "db/sql.h"

@@ -1,4 +1,5 @@
 // Op and candidate queries (db/queries/ops.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_resources_test'.
 #include "db/ops.h"
 
 #include "db/sql.h"
@@ -16,6 +17,7 @@ OpRecord op_from_row(const pqxx::row& row) {
   op.spec_sha256 = row[5].as<std::string>();
   op.outputs_json = row[6].as<std::string>();
   op.created_at = row[7].as<std::string>();
+  op.level = row[8].as<int>();
   return op;
 }
 
@@ -46,12 +48,18 @@ CandidateRecord candidate_from_row(const pqxx::row& row) {
   return c;
 }
 
+std::vector<CandidateRecord> candidates_from(const pqxx::result& rows) {
+  std::vector<CandidateRecord> out;
+  for (const auto& row : rows) out.push_back(candidate_from_row(row));
+  return out;
+}
+
 }  // namespace
 
 OpRecord op_insert(pqxx::connection& conn, OpRecord op) {
   pqxx::work txn(conn);
   auto row = txn.exec_params1(sql("op_insert"), op.name, op.source, op.compiled_source, op.spec_json, op.spec_sha256,
-                              op.outputs_json, op.created_by);
+                              op.outputs_json, op.created_by, op.level);
   txn.commit();
   op.id = row[0].as<int64_t>();
   op.created_at = row[1].as<std::string>();
@@ -91,11 +99,19 @@ int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& c) {
 std::vector<CandidateRecord> candidate_list_for_job(pqxx::connection& conn, int64_t job_id, int64_t after_id,
                                                     int limit) {
   pqxx::read_transaction txn(conn);
-  std::vector<CandidateRecord> out;
-  for (const auto& row : txn.exec_params(sql("candidate_list_for_job"), job_id, after_id, limit)) {
-    out.push_back(candidate_from_row(row));
-  }
-  return out;
+  return candidates_from(txn.exec_params(sql("candidate_list_for_job"), job_id, after_id, limit));
+}
+
+std::vector<CandidateRecord> candidate_list_for_op(pqxx::connection& conn, int64_t op_id, int64_t after_id, int limit) {
+  pqxx::read_transaction txn(conn);
+  return candidates_from(txn.exec_params(sql("candidate_list_for_op"), op_id, after_id, limit));
+}
+
+std::optional<CandidateRecord> candidate_get(pqxx::connection& conn, int64_t candidate_id) {
+  pqxx::read_transaction txn(conn);
+  auto result = txn.exec_params(sql("candidate_get"), candidate_id);
+  if (result.empty()) return std::nullopt;
+  return candidate_from_row(result[0]);
 }
 
 std::optional<CandidateRecord> candidate_best_for_job(pqxx::connection& conn, int64_t job_id) {

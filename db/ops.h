@@ -23,6 +23,7 @@ struct OpRecord {
   std::string outputs_json = "{}";  //!< sample run: {outputs: [{shape, dtype}], shapes, scaled, wall_ms}
   std::string created_at;
   int64_t created_by = 0;       //!< token id, 0 = none
+  int level = 0;                //!< suite level (1 single ops, 2 fusions); 0 = not given
 };
 
 //! Inserts an op; fills id and created_at.
@@ -60,6 +61,10 @@ int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& candidat
 //! A job's candidates in id order after `after_id`.
 std::vector<CandidateRecord> candidate_list_for_job(pqxx::connection& conn, int64_t job_id, int64_t after_id,
                                                     int limit);
+//! An op's candidates (every job) in id order after `after_id`.
+std::vector<CandidateRecord> candidate_list_for_op(pqxx::connection& conn, int64_t op_id, int64_t after_id, int limit);
+//! One candidate by id.
+std::optional<CandidateRecord> candidate_get(pqxx::connection& conn, int64_t candidate_id);
 //! The fastest correct, unflagged candidate of a job.
 std::optional<CandidateRecord> candidate_best_for_job(pqxx::connection& conn, int64_t job_id);
 //! Candidate counts by outcome for a job.

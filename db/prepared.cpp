@@ -1,6 +1,7 @@
 // ensure_prepared behind db/prepared.h. libpqxx 7 prepares at once and refuses a
 // duplicate, libpqxx 6 prepares lazily; remembering (connection, backend pid)
 // pairs works for both and forgets a connection that reconnected.
+// Test: every database test (ctest -L db through scripts/test.sh).
 #include "db/prepared.h"
 
 #include <mutex>

@@ -1,4 +1,5 @@
 // Expands {{job_columns}} in the job queries once per name (see db/queue_sql.h).
+// Test: scripts/test.sh build -R 'db_queue'.
 #include "db/queue_sql.h"
 
 #include <map>

@@ -1,5 +1,6 @@
 // Internal to the queue (db/queue.cpp, db/queue_worker.cpp): named job queries
 // with {{job_columns}} expanded, and the row -> Job conversion.
+// Test: scripts/test.sh build -R 'db_queue'.
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 // Splits the embedded query files into named blocks, once, on first use.
+// Test: scripts/test.sh build -R 'db_'.
 #include "db/sql.h"
 
 #include <map>

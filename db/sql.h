@@ -1,5 +1,6 @@
 // Named SQL queries from db/queries/*.sql. A file holds blocks that start with
 // "-- name: <query_name>"; sql("worker_register") returns that block's text.
+// Test: scripts/test.sh build -R 'db_'.
 #pragma once
 
 #include <string>

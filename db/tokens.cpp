@@ -1,4 +1,5 @@
 // Token and idempotency queries (db/queries/api_tokens.sql).
+// Test: scripts/test.sh build -R 'db_api_store_test|api_core_test'.
 #include "db/tokens.h"
 
 #include <sstream>

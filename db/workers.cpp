@@ -1,4 +1,5 @@
 // Worker registry queries (db/queries/workers.sql).
+// Test: scripts/test.sh build -R 'worker_registration_test|api_resources_test'.
 #include "db/workers.h"
 
 #include "db/queue.h"

@@ -1,5 +1,6 @@
 // Worker registry: each kforge-worker inserts a row at start, heartbeats it,
 // and marks it stopped on a clean exit.
+// Test: scripts/test.sh build -R 'worker_registration_test|api_resources_test'.
 #pragma once
 
 #include <cstdint>

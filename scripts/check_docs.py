@@ -18,9 +18,10 @@
     globs expand), markdown links, paths that climb out of the repository (`../x`), and
     bare source file names (`checker.cpp`) that no tracked file carries.
 
-Placeholders are not checked: anything with `<...>`, `$`, or an all-capitals segment
-(`NNN_name.sql`). Test fixtures written in another project's format
-(tests/tools/problems/, KernelBench problems) need no header.
+Placeholders are not checked: anything with `<...>`, `$`, or a segment of one repeated
+capital (`NNN_name.sql`). Test fixtures written as their authors would write them need no
+header: KernelBench problems (tests/tools/problems/) and Triton candidates
+(tests/worker/harness/triton/).
 """
 import fnmatch
 import os
@@ -30,7 +31,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_EXTS = (".cpp", ".h", ".py", ".sh")
-HEADER_EXEMPT = ("tests/tools/problems/",)
+HEADER_EXEMPT = ("tests/tools/problems/", "tests/worker/harness/triton/")
 # Words a header uses to say how to run or test the file.
 HOW_TO = re.compile(r"ctest|[Tt]est|[Rr]un|[Uu]sage|\bmake\b|[Bb]ench")
 # Bare file names with these extensions must be carried by some tracked file.

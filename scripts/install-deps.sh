@@ -13,6 +13,11 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev
   wrk curl procps
   libopenblas0-pthread  # takes over libblas.so.3 (update-alternatives priority 100 > netlib 10): a fair eager matmul baseline
+  # web UI: charts and code highlighting served by kforge-server at /vendor/ (docs/web.md
+  # records the versions: Chart.js 3.9.1, highlight.js 9.18.5 on Debian 12)
+  libjs-chart.js libjs-highlight.js
+  # the browser test (tests/web): headless Chromium driven by Selenium
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

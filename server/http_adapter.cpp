@@ -2,7 +2,7 @@
 // cpprestsdk pool thread: check headers and Content-Length -> read the body in
 // 64 KiB steps (413 as soon as it passes the limit, chunked or not) -> hand the
 // handler to the bounded executor (or run it here if the route is inline) ->
-// reply, count, log. See docs/api.md for what cpprestsdk does not let us bound.
+// reply (api/conditional.h: ETag, 304), count, log. See docs/api.md for what cpprestsdk does not let us bound.
 #include "server/http_adapter.h"
 
 #include <atomic>
@@ -15,6 +15,7 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/uri.h>
 
+#include "api/conditional.h"
 #include "api/errors.h"
 #include "common/log.h"
 
@@ -65,6 +66,7 @@ struct HttpServer::Impl {
   };
 
   void finish(const std::shared_ptr<Exchange>& ex, api::HttpResponse resp, bool close_connection = false) {
+    resp = api::conditional_get(ex->req, std::move(resp));  // ETag on 200 GETs; 304 when the client has it
     http::http_response out(static_cast<http::status_code>(resp.status));
     for (const auto& [name, value] : resp.headers) out.headers().add(name, value);
     out.headers().add("X-Request-Id", ex->req.request_id);
@@ -82,6 +84,8 @@ struct HttpServer::Impl {
         out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
         log_error("http", "cannot stream file", {{"path", resp.body_file}, {"error", e.what()}});
       }
+    } else if (resp.status == 304) {
+      // No body and no Content-Length: a 304 describes the 200 the client holds.
     } else if (ex->req.method == "HEAD") {
       out.headers().set_content_length(resp.body.size());
     } else {

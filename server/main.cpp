@@ -3,6 +3,7 @@
 //   kforge-server [--port 8080]        serve
 //   kforge-server migrate              apply migrations and exit
 //   kforge-server token create --scope submit [--name NAME]   print a new API token
+// Run: make run. Test: ctest -R 'server_system_test|api_core_test' (this binary over HTTP).
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -35,6 +36,8 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"port", "KFORGE_PORT", "8080", "HTTP port"},
       {"database-url", "KFORGE_DATABASE_URL", "", "PostgreSQL URL (default: the embedded cluster's)"},
       {"web-dir", "KFORGE_WEB_DIR", "web", "folder of the static web UI served at /"},
+      {"vendor-dir", "KFORGE_VENDOR_DIR", "/usr/share/javascript",
+       "Debian's browser libraries (libjs-chart.js, libjs-highlight.js), served at /vendor/"},
       {"max-body-bytes", "KFORGE_MAX_BODY_BYTES", "1048576", "request body limit"},
       {"db-pool-size", "KFORGE_DB_POOL_SIZE", "8", "database connections for request handling"},
       {"executor-threads", "KFORGE_EXECUTOR_THREADS", "0", "handler threads (0: one per pooled connection)"},
@@ -195,6 +198,7 @@ int main(int argc, char** argv) {
   kforge::api::SystemState state;
   state.pool = &pool;
   state.web_dir = flags.get("web-dir");
+  state.vendor_dir = flags.get("vendor-dir");
   kforge::api::ResponseCache leaderboard_cache(std::chrono::milliseconds(std::max(0, cache_ms)));
   kforge::api::ApiContext ctx;
   ctx.leaderboard_cache = &leaderboard_cache;

@@ -1,4 +1,5 @@
 // The LISTEN loop behind worker/job_listener.h.
+// Test: scripts/test.sh build -R 'worker_(jobs|cluster)_test' (NOTIFY latency, a database restart).
 #include "worker/job_listener.h"
 
 #include <chrono>

@@ -1,4 +1,5 @@
 // Flag table and validation behind worker/worker_flags.h.
+// Test: scripts/test.sh build -R 'worker_(jobs|cluster)_test'.
 #include "worker/worker_flags.h"
 
 #include <stdexcept>

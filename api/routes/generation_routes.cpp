@@ -4,6 +4,7 @@
 // error); /candidates; /cancel. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
+#include "api/candidate_view.h"
 #include "api/handler_util.h"
 #include "api/job_view.h"
 #include "api/op_submit.h"
@@ -16,27 +17,6 @@ namespace kforge::api {
 namespace {
 
 const std::vector<std::string> kGenerateKinds = {"generate"};
-
-json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
-
-json candidate_json(const db::CandidateRecord& c, bool with_source) {
-  json out = {{"id", c.id},
-              {"sample_idx", c.sample_idx},
-              {"target", c.target},
-              {"device", c.device},
-              {"outcome", c.outcome},
-              {"message", c.message},
-              {"reward", optional_number(c.reward)},
-              {"kernel_ms", optional_number(c.kernel_ms)},
-              {"baseline_ms", optional_number(c.baseline_ms)},
-              {"speedup", optional_number(c.speedup)},
-              {"flagged", c.flagged},
-              {"details", parse_stored(c.details_json)},
-              {"created_at", c.created_at}};
-  out["model_id"] = c.model_id ? json(c.model_id) : json(nullptr);
-  if (with_source) out["source"] = c.source;
-  return out;
-}
 
 json render_generation(pqxx::connection& conn, const db::Job& job) {
   json out = job_common_json(job, "generation");
@@ -115,23 +95,9 @@ HttpResponse list_candidates(ApiContext& ctx, HttpRequest& req) {
   return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
     auto job = job_of_kind(conn, req.path_params["id"], kGenerateKinds);
     if (!job) return problem(ErrorKind::not_found, "no generation " + req.path_params["id"]);
-    PageRequest page;
-    if (auto error = parse_page(req, &page)) return *error;
-    int64_t after = 0;
-    if (!parse_id_cursor(page.after, &after)) {
-      return problem(ErrorKind::bad_request, "after: not a candidate cursor", {{"after", "malformed cursor"}});
-    }
-    auto candidates = db::candidate_list_for_job(conn, job->id, after, page.limit + 1);
-    json items = json::array();
-    std::optional<std::string> next;
-    for (size_t cand_idx = 0; cand_idx < candidates.size(); ++cand_idx) {
-      if (static_cast<int>(cand_idx) == page.limit) {
-        next = std::to_string(candidates[cand_idx - 1].id);
-        break;
-      }
-      items.push_back(candidate_json(candidates[cand_idx], true));
-    }
-    return page_response(std::move(items), next);
+    return candidate_page(req, [&](int64_t after, int limit) {
+      return db::candidate_list_for_job(conn, job->id, after, limit);
+    });
   });
 }
 

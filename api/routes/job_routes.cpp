@@ -1,5 +1,6 @@
 // GET /v1/jobs: all API job kinds newest first (generate, train_sft, train_grpo,
 // evaluate), each rendered with the shared fields plus kind and args. Public.
+// Test: ctest -R api_resources_test.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"

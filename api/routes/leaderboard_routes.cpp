@@ -1,5 +1,5 @@
 // Public leaderboards: GET /v1/leaderboard/ops (best correct kernel per op,
-// target, device) and GET /v1/leaderboard/models (fast_p per model version and
+// target, device; filters target, device, level, op_id) and GET /v1/leaderboard/models (fast_p per model version and
 // suite). No token needed. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
@@ -11,6 +11,27 @@ namespace {
 
 json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
+// target, device (exact strings), level (1-9) and op_id (one op) narrow the ops board.
+std::optional<HttpResponse> parse_filter(const HttpRequest& req, db::OpLeaderFilter* filter) {
+  auto text = [&req](const char* name) { return req.query.count(name) ? req.query.at(name) : std::string(); };
+  filter->target = text("target");
+  filter->device = text("device");
+  int64_t number = 0;
+  if (!text("level").empty()) {
+    if (!parse_path_id(text("level"), &number) || number > 9) {
+      return problem(ErrorKind::bad_request, "level must be an integer from 1 to 9", {{"level", "must be 1-9"}});
+    }
+    filter->level = static_cast<int>(number);
+  }
+  if (!text("op_id").empty()) {
+    if (!parse_path_id(text("op_id"), &number)) {
+      return problem(ErrorKind::bad_request, "op_id must be a positive integer", {{"op_id", "must be an op id"}});
+    }
+    filter->op_id = number;
+  }
+  return std::nullopt;
+}
+
 HttpResponse leaderboard_ops(ApiContext& ctx, HttpRequest& req) {
   return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
     PageRequest page;
@@ -21,8 +42,9 @@ HttpResponse leaderboard_ops(ApiContext& ctx, HttpRequest& req) {
       return problem(ErrorKind::bad_request, "after: not a cursor returned by /v1/leaderboard/ops",
                      {{"after", "malformed cursor"}});
     }
-    std::string target = req.query.count("target") ? req.query.at("target") : "";
-    auto rows = db::leaderboard_ops(conn, after_op, cursor[1], cursor[2], target, page.limit + 1);
+    db::OpLeaderFilter filter;
+    if (auto error = parse_filter(req, &filter)) return *error;
+    auto rows = db::leaderboard_ops(conn, after_op, cursor[1], cursor[2], filter, page.limit + 1);
     json items = json::array();
     std::optional<std::string> next;
     for (size_t row_idx = 0; row_idx < rows.size(); ++row_idx) {
@@ -35,10 +57,14 @@ HttpResponse leaderboard_ops(ApiContext& ctx, HttpRequest& req) {
       json item = {{"op_id", row.op_id},   {"op_name", row.op_name},           {"target", row.target},
                    {"device", row.device}, {"candidate_id", row.candidate_id}, {"generation_id", row.job_id},
                    {"speedup", optional_number(row.speedup)},
+                   {"speedup_vs_eager", optional_number(row.speedup)},
+                   {"speedup_vs_compile", optional_number(row.speedup_vs_compile)},
                    {"kernel_ms", optional_number(row.kernel_ms)},
                    {"baseline_ms", optional_number(row.baseline_ms)},
                    {"created_at", row.created_at}};
       item["model_id"] = row.model_id ? json(row.model_id) : json(nullptr);
+      item["level"] = row.level > 0 ? json(row.level) : json(nullptr);
+      item["generator"] = row.generator.empty() ? json(nullptr) : json(row.generator);
       items.push_back(std::move(item));
     }
     return page_response(std::move(items), next);

@@ -1,8 +1,10 @@
 // Ops: POST /v1/ops (scope submit; validated, compiled and sample-run in the
-// sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public).
-// Tested over HTTP in tests/server/api_resources_test.cpp and api_core_test.cpp.
+// sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public), and their checked
+// kernels: GET /v1/ops/{id}/candidates (every job) and GET /v1/candidates/{id}.
+// Tested over HTTP in tests/server/api_resources_test.cpp, api_core_test.cpp and api_web_test.cpp.
 #include "api/routes/routes.h"
 
+#include "api/candidate_view.h"
 #include "api/handler_util.h"
 #include "api/op_submit.h"
 
@@ -51,12 +53,37 @@ HttpResponse get_op(ApiContext& ctx, HttpRequest& req) {
   });
 }
 
+// Every candidate of the op, whichever job checked it, in id (checking) order.
+HttpResponse list_op_candidates(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    int64_t op_id = 0;
+    if (!parse_path_id(req.path_params["id"], &op_id) || !db::op_get(conn, op_id)) {
+      return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    }
+    return candidate_page(req, [&](int64_t after, int limit) {
+      return db::candidate_list_for_op(conn, op_id, after, limit);
+    });
+  });
+}
+
+HttpResponse get_candidate(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
+    int64_t candidate_id = 0;
+    std::optional<db::CandidateRecord> candidate;
+    if (parse_path_id(req.path_params["id"], &candidate_id)) candidate = db::candidate_get(conn, candidate_id);
+    if (!candidate) return problem(ErrorKind::not_found, "no candidate " + req.path_params["id"]);
+    return json_response(200, candidate_json(*candidate, true));
+  });
+}
+
 }  // namespace
 
 void add_op_routes(Router& router, ApiContext& ctx) {
   router.add("POST", "/v1/ops", [&ctx](HttpRequest& req) { return create_op(ctx, req); });
   router.add("GET", "/v1/ops", [&ctx](HttpRequest& req) { return list_ops(ctx, req); });
   router.add("GET", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return get_op(ctx, req); });
+  router.add("GET", "/v1/ops/{id}/candidates", [&ctx](HttpRequest& req) { return list_op_candidates(ctx, req); });
+  router.add("GET", "/v1/candidates/{id}", [&ctx](HttpRequest& req) { return get_candidate(ctx, req); });
 }
 
 }  // namespace kforge::api

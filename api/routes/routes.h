@@ -1,5 +1,6 @@
 // Registration of the v1 resource routes, one function per resource family.
 // Each lives in api/routes/<family>_routes.cpp; add_v1_routes wires them all.
+// Test: ctest -R 'api_(core|resources)_test' (the real server over HTTP).
 #pragma once
 
 #include "api/context.h"
@@ -14,7 +15,7 @@ void add_admin_routes(Router& router, ApiContext& ctx);
 void add_leaderboard_routes(Router& router, ApiContext& ctx);
 //! /v1/models, /v1/models/{id}, /v1/models/{id}/files/{name}.
 void add_model_routes(Router& router, ApiContext& ctx);
-//! /v1/ops (POST submit, GET public).
+//! /v1/ops (POST submit, GET public), /v1/ops/{id}/candidates, /v1/candidates/{id}.
 void add_op_routes(Router& router, ApiContext& ctx);
 //! /v1/generations and its /cancel, /candidates.
 void add_generation_routes(Router& router, ApiContext& ctx);

@@ -11,40 +11,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=$(cd "${1:-$root/build}" && pwd)
 out=${2:-$root/bench/results/api.json}
 duration=${DURATION:-10}
-work=$(mktemp -d /tmp/kforge-bench-api-XXXXXX)
-export KFORGE_DATA_DIR=$work KFORGE_PG_FAST=1
-unset KFORGE_PG_PORT
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  "$root/scripts/pg.sh" stop >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-uptime_before=$(uptime)
-url=$("$root/scripts/pg.sh" start)
-"$build_dir/bin/kforge-server" migrate --database-url "$url" >/dev/null
+source "$root/bench/lib/cluster.sh"
+bench_cluster api
 psql -q -v ON_ERROR_STOP=1 "$url" -f "$root/bench/api/seed.sql"
 token=$("$build_dir/bin/kforge-server" token create --scope submit --database-url "$url" --log-level error)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$build_dir/bin/kforge-server" --port "$port" --database-url "$url" --web-dir "$root/web" \
-  2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/v1/ready" >/dev/null 2>&1 && break; sleep 0.1; done
-
-base="http://127.0.0.1:$port"
+bench_server
 healthy() { curl -fsS -m 5 "$base/v1/health" >/dev/null 2>&1 && echo true || echo false; }
 fds() { ls "/proc/$server_pid/fd" | wc -l; }
-# CPU time (clock ticks) of the server and of all PostgreSQL processes: per-request
-# CPU cost does not depend on how busy the shared machine is, unlike rps.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-pg_ticks() {  # this cluster's postmaster and its children only (other clusters share the user)
-  local postmaster total=0 pid
-  postmaster=$(head -n 1 "$(find "$work/pg" -name postmaster.pid | head -n 1)")
-  for pid in "$postmaster" $(pgrep -P "$postmaster"); do total=$((total + $(cpu_ticks "$pid"))); done
-  echo "$total"
-}
 run_case() {  # name connections path [script]
   local script=${4:-$root/bench/api/report.lua}
   echo "bench: $1" >&2
@@ -78,11 +51,7 @@ healthy_after_slowloris=$(healthy)
 fds_after_slowloris=$(fds)
 
 # The same leaderboard with its 1 s response cache off: what the database path costs.
-kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
-"$build_dir/bin/kforge-server" --port "$port" --database-url "$url" --web-dir "$root/web" \
-  --leaderboard-cache-ms 0 2>>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/v1/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+bench_server --leaderboard-cache-ms 0
 curl -fsS "$base/v1/leaderboard/ops" >/dev/null
 run_case leaderboard_64_uncached 64 /v1/leaderboard/ops
 uptime_after=$(uptime)

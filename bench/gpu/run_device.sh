@@ -8,8 +8,12 @@
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
+#   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
+#   harness  overhead, candidates/s (cold, warm) and timing spread per target
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
 #           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
+#   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
+#   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +26,21 @@ export KFORGE_PYTHON=${KFORGE_PYTHON:-$(command -v python3)}
 export LD_LIBRARY_PATH=$deps/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_PG_BINDIR=$deps/lib/postgresql/15/bin
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
+# At most 8 files come back from a device call: everything but the summary goes into run.tgz.
+pack() {
+  local files
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|stages.log|run.tgz)$')
+  [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
+}
+trap pack EXIT
+# A device call is killed at its time limit, and then nothing comes back: every stage runs
+# under what is left of BUDGET_S (default 540 s), so the summary and the archive always do.
+deadline=$((SECONDS + ${BUDGET_S:-540}))
+bounded() {
+  local left=$((deadline - SECONDS - 25))
+  [ $left -gt 10 ] || { log "no time left for: $*"; return 124; }
+  timeout -k 5 "$left" "$@"
+}
 
 stage_build() {
   if [ ! -d "$deps" ]; then
@@ -48,7 +67,7 @@ stage_test() {
   local started=$SECONDS
   # The whole suite that this build has (no HTTP tests), against a throwaway PostgreSQL
   # from the bundle; gpu-labelled tests run for real here.
-  KFORGE_RUNNER_DEVICE=cuda scripts/test.sh build-gpu -j 8 > "$OUT/test.log" 2>&1
+  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
@@ -56,34 +75,65 @@ stage_test() {
 }
 
 stage_check() {
-  python3 bench/gpu/check_suite.py --bin build-gpu/bin --out "$OUT/check.json" ${CHECK_ARGS:-} 2>&1 | tee "$OUT/check.log" | tail -40
+  bounded python3 bench/gpu/check_suite.py --bin build-gpu/bin --out "$OUT/check.json" ${CHECK_ARGS:-} 2>&1 | tee "$OUT/check.log" | tail -40
 }
 
 stage_timing() {
-  python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
+  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
 stage_teacher() {
   # One results file per target; rows are written after every op, so a run cut short
-  # keeps what it measured. TEACHER_FILTER=level2/ selects a level (a path substring).
+  # keeps what it measured (a target cut off by the call's budget too). TEACHER_FILTER=level2/
+  # selects a level (a path substring).
   local target
   for target in ${TEACHER_TARGETS:-cuda triton}; do
     local started=$SECONDS
-    build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" \
+    bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" \
       --out "$OUT/teacher_$target.json" ${TEACHER_ARGS:-} > "$OUT/teacher_$target.log" 2>&1
     log "teacher $target rc=$? in $((SECONDS - started)) s: $(tail -1 "$OUT/teacher_$target.log")"
   done
 }
 
 stage_e2e() {
-  bash bench/gpu/e2e.sh build-gpu 2>&1 | tee "$OUT/e2e.log" | tail -40
+  bounded bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
+    "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
+}
+
+stage_adversarial() {
+  bounded python3 bench/gpu/adversarial.py --bin build-gpu/bin --out "$OUT/adversarial.json" 2>&1 | tee "$OUT/adversarial.log" | tail -40
+}
+
+stage_harness() {
+  bounded python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
+}
+
+# Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
+stage_diag() {
+  local torch_lib
+  torch_lib=$("$KFORGE_PYTHON" -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
+  {
+    echo "== std::filesystem symbols defined by torch's libraries"
+    for lib in "$torch_lib"/libtorch_cpu.so "$torch_lib"/libc10.so; do
+      echo "$lib: $(nm -D --defined-only "$lib" 2>/dev/null | grep -c '_ZNSt10filesystem')"
+    done
+    echo "== libstdc++ the tests load"; ldd build-gpu/bin/train_test | grep -E 'stdc|torch_cpu|c10'
+    echo "== backtrace (cuda-gdb)"
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args build-gpu/bin/tools_synth_ops_test 2>&1 | grep -E '^#|signal|SIGSEGV' | head -30
+  } > "$OUT/diag.txt" 2>&1
+  cat "$OUT/diag.txt"
+}
+
+stage_summarize() {
+  python3 bench/gpu/summarize.py --in "$OUT" --out "$OUT/gpu.json" && cat "$OUT/gpu.json" | head -60
 }
 
 [ $# -gt 0 ] || set -- build test
 for stage in "$@"; do
   case "$stage" in
-    build|test|check|timing|e2e|teacher) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
+    build) stage_build || { log "stage build failed"; exit 1; } ;;
+    test|check|timing|e2e|adversarial|harness|teacher|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -155,8 +155,14 @@ def main():
     cfn(x, y)
     cases.append(case_row("eager_silu_mul_4096", eager, do_bench(lambda: fn(x, y), return_mode="median")))
     cases.append(case_row("compile_silu_mul_4096", compiled, do_bench(lambda: cfn(x, y), return_mode="median")))
+    # The copy ceiling: a 1 GiB device-to-device copy, bytes read + written per second.
+    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    copy_ms = do_bench(lambda: dst.copy_(src), return_mode="median")
+    copy_ceiling_gbps = 2 * src.numel() * 4 / (copy_ms * 1e-3) / 1e9
     result = {
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+        "copy_ceiling_gbps": copy_ceiling_gbps,
         "cases": cases,
         "timing_vs_do_bench_max_rel_diff": max(abs(c["rel_diff"]) for c in cases),
         "timing_spread_pct_max": max(c["spread_of_medians_pct"] for c in cases),
@@ -167,7 +173,8 @@ def main():
     for c in cases:
         print(f"{c['case']:28s} kforge {c['kforge_median_ms']:.4f} ms  do_bench {c['do_bench_ms']:.4f} ms  "
               f"diff {100 * c['rel_diff']:+.1f}%  spread of 5 medians {c['spread_of_medians_pct']:.2f}%")
-    print("max |diff|", round(result["timing_vs_do_bench_max_rel_diff"] * 100, 2), "%")
+    print("max |diff|", round(result["timing_vs_do_bench_max_rel_diff"] * 100, 2), "%; copy ceiling",
+          round(copy_ceiling_gbps), "GB/s")
 
 
 def case_row(name, medians, bench):

@@ -1,4 +1,5 @@
 // Routing, 404/405 and problem+json (api/router.h, api/errors.h).
+// Run: ctest -R api_router_test
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,5 @@
-// Flags and environment precedence (common/config.h). ctest -R common_config_test
+// Flags and environment precedence (common/config.h).
+// Run: ctest -R common_config_test
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -91,7 +91,7 @@ TEST(ApiStore, OpsCandidatesModelsAndPreparedLeaderboard) {
 
   // The prepared leaderboard statement is reused across calls on one connection.
   for (int call_idx = 0; call_idx < 3; ++call_idx) {
-    auto rows = kforge::db::leaderboard_ops(*conn, 0, "", "", "", 10);
+    auto rows = kforge::db::leaderboard_ops(*conn, 0, "", "", {}, 10);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_DOUBLE_EQ(*rows[0].speedup, 3.0);
   }

@@ -1,4 +1,5 @@
 // Migrations apply once, in order, even when many processes race to apply them.
+// Run: scripts/test.sh build -R db_migrations_test
 #include <gtest/gtest.h>
 
 #include <thread>

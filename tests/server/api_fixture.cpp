@@ -1,4 +1,5 @@
 // ApiServer behind api_fixture.h.
+// Used by ctest -R 'api_(core|resources)_test|cli_test|jobs_(generate|training)_test'.
 #include "tests/server/api_fixture.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 // OpenApiCheck behind openapi_check.h.
+// Used by ctest -R 'api_(core|resources)_test|cli_test|jobs_(generate|training)_test'.
 #include "tests/server/openapi_check.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // The real kforge-server binary over real HTTP: health, ready, static files,
 // problem+json, and /v1/ready following the database down and back up.
+// Run: scripts/test.sh build -R server_system_test
 #include <gtest/gtest.h>
 
 #include <signal.h>

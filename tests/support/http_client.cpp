@@ -1,4 +1,5 @@
 // Socket-level HTTP client for tests; handles Content-Length and chunked replies.
+// Used by the server tests, e.g. ctest -R 'server_system_test|api_core_test'.
 #include "tests/support/http_client.h"
 
 #include <arpa/inet.h>

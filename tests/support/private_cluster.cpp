@@ -1,4 +1,5 @@
 // PrivateCluster behind private_cluster.h (same approach as tests/server/system_test.cpp).
+// Used by ctest -R worker_cluster_test.
 #include "tests/support/private_cluster.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 // Process helpers behind processes.h.
+// Used by the tests that start kforge binaries, e.g. ctest -R 'server_system_test|cli_test'.
 #include "tests/support/processes.h"
 
 #include <fstream>

@@ -1,4 +1,5 @@
 // Per-test databases behind test_db.h.
+// Used by every database test, e.g. scripts/test.sh build -R db_queue_test.
 #include "tests/support/test_db.h"
 
 #include <unistd.h>

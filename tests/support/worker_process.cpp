@@ -1,4 +1,5 @@
 // Worker-process helpers behind worker_process.h.
+// Used by ctest -R 'worker_(jobs|cluster)_test'.
 #include "tests/support/worker_process.h"
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
 // The real kforge-worker registers itself, heartbeats, and marks itself stopped
 // on SIGTERM.
+// Run: scripts/test.sh build -R worker_registration_test
 #include <gtest/gtest.h>
 
 #include <signal.h>

@@ -1,4 +1,5 @@
-// Autotune through the harness (see autotune.h). Test: ctest -R codegen_autotune.
+// Autotune through the harness (see autotune.h): every schedule checked and timed by one
+// Checker, the fastest correct one kept. Test: ctest -R codegen_autotune.
 #include "worker/codegen/autotune.h"
 
 namespace kforge::codegen {

@@ -1,4 +1,5 @@
-// Shape helpers for the codegen IR (ir.h). Test: ctest -R codegen_lower.
+// Shape helpers for the codegen IR (ir.h): numel and launch expressions of shapes.
+// Test: ctest -R codegen_lower.
 #include "worker/codegen/ir.h"
 
 namespace kforge::codegen {

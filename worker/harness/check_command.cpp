@@ -22,8 +22,9 @@ using spec::parse_op_spec;
 namespace {
 
 const char* kUsage =
-    "usage: kforge-worker check OP.json PROGRAM [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
+    "usage: kforge-worker check OP.json PROGRAM... [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
     "                           [--no-time] [--time-budget S] [--no-compile-baseline]\n"
+    "  Several programs are checked in order by one Checker (one JSON line each; exit 0 if all correct).\n"
     "  Checks one kernel program (docs/kernel-format.md: .cl, .cu or a Triton .py) against an op\n"
     "  (docs/harness.md) and prints the result as JSON. On a GPU (cuda, triton, or opencl --device gpu)\n"
     "  it is timed against PyTorch CUDA eager and torch.compile. Exit status: 0 correct, 1 another\n"
@@ -87,19 +88,21 @@ int check_command(int argc, char** argv) {
       return 2;
     }
   }
-  if (paths.size() != 2) {
+  if (paths.size() < 2) {
     std::cerr << kUsage;
     return 2;
   }
-  std::string op_text, program;
+  std::string op_text;
   if (!read_file(paths[0], op_text)) {
     std::cerr << "kforge-worker check: cannot read op file " << paths[0] << "\n";
     return 2;
   }
-  if (!read_file(paths[1], program)) {
-    std::cerr << "kforge-worker check: cannot read kernel file " << paths[1] << "\n";
-    return 2;
-  }
+  std::vector<std::string> programs(paths.size() - 1);
+  for (size_t path_idx = 1; path_idx < paths.size(); ++path_idx)
+    if (!read_file(paths[path_idx], programs[path_idx - 1])) {
+      std::cerr << "kforge-worker check: cannot read kernel file " << paths[path_idx] << "\n";
+      return 2;
+    }
   auto parsed = parse_op_spec(op_text);
   if (!parsed.ok()) {
     std::cerr << "kforge-worker check: " << paths[0] << ": " << describe_errors(parsed.errors) << "\n";
@@ -122,9 +125,13 @@ int check_command(int argc, char** argv) {
     std::cerr << "kforge-worker check: " << error << "\n";
     return 2;
   }
-  auto result = checker->check(program);
-  std::cout << result.to_json() << "\n";
-  return result.outcome == Outcome::correct ? 0 : 1;
+  bool all_correct = true;
+  for (const auto& program : programs) {
+    auto result = checker->check(program);
+    std::cout << result.to_json() << std::endl;
+    all_correct = all_correct && result.outcome == Outcome::correct;
+  }
+  return all_correct ? 0 : 1;
 #endif
 }
 

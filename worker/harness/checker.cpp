@@ -47,6 +47,13 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 
 int64_t align_up(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
+// A child's memory limit: the configured one, but never more than 3/4 of this machine's RAM.
+int64_t sandbox_memory_limit(int64_t configured) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t ram = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : configured;
+  return std::min(configured, ram / 4 * 3);
+}
+
 std::string describe_shapes(const ShapeSet& shapes) {
   std::string out;
   for (const auto& [name, shape] : shapes) out += (out.empty() ? "" : " ") + name + "=" + shape_to_string(shape);
@@ -272,8 +279,9 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
     return false;
   }
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
-  // A CUDA context reserves address space for all device and host memory: no RLIMIT_AS there.
-  launch.limits.address_space_bytes = options.target == "opencl" ? options.sandbox_memory_bytes : 0;
+  // Private writable memory (RLIMIT_DATA), not address space: CUDA reserves address space
+  // for all device and host memory, and CUDA-enabled libtorch maps gigabytes of libraries.
+  launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
   launch.arena_fd = arena.fd;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
@@ -321,7 +329,7 @@ bool Checker::Impl::start_gpu_reference(std::string& error) {
   SandboxLaunch launch;
   launch.argv = runner_argv("reference", "cuda");
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
-  launch.limits.address_space_bytes = 0;
+  launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
   launch.arena_fd = arena.fd;
   gpu_reference = SandboxChild::start(launch, error);
   if (!gpu_reference || !gpu_reference->await_ready(error)) {

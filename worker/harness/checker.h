@@ -53,7 +53,7 @@ struct CheckOptions {
   double build_timeout_s = 60;       //!< wall limit for the OpenCL build
   double trial_timeout_s = 10;       //!< wall limit per correctness run
   double sandbox_cpu_s = 300;        //!< RLIMIT_CPU of a sandbox child (all threads)
-  int64_t sandbox_memory_bytes = int64_t{32} << 30;  //!< RLIMIT_AS of a sandbox child
+  int64_t sandbox_memory_bytes = int64_t{32} << 30;  //!< RLIMIT_DATA of a sandbox child (capped at 3/4 of RAM)
   int64_t max_scratch_bytes = int64_t{1} << 30;      //!< scratch limit (program_too_large)
   bool cache = true;                 //!< reuse results for identical programs
   std::shared_ptr<ResultStore> result_store;  //!< persistent cache across Checkers (with `cache`); null = memory only

@@ -1,5 +1,6 @@
 // OpenCL discovery through the ICD loader; every call's status is checked and a
 // failing platform is skipped rather than fatal.
+// Test: ctest -R harness_devices_test.
 #include "worker/harness/devices.h"
 
 #define CL_TARGET_OPENCL_VERSION 300

@@ -1,4 +1,5 @@
-// Host device discovery in child processes (host_devices.h). Test: ctest -R harness_host_devices.
+// Host device discovery in child processes (host_devices.h), so a crashing driver
+// cannot take the worker down. Test: ctest -R harness_host_devices.
 #include "worker/harness/host_devices.h"
 
 #include <cstdlib>

@@ -78,7 +78,9 @@ ProbeResult probe_op(const OpSpec& spec, const ProbeOptions& options) {
   std::string binary = options.probe_binary.empty() ? helper_binary_path("kforge-probe") : options.probe_binary;
   SandboxLimits limits;
   limits.cpu_seconds = options.cpu_seconds;
-  limits.address_space_bytes = options.memory_bytes;
+  // Private writable memory, not address space: a probe linked with CUDA-enabled libtorch
+  // (GPU hosts) maps more address space than any sensible memory limit before it starts.
+  limits.data_bytes = options.memory_bytes;
   limits.wall_seconds = options.wall_seconds;
   std::string error;
   auto child = SandboxProcess::start({binary}, limits, -1, error);

@@ -14,7 +14,7 @@ namespace kforge::harness {
 struct ProbeOptions {
   double cpu_seconds = 20;                           //!< CPU-time limit of the child
   double wall_seconds = 30;                          //!< wall-clock limit of the child (includes libtorch start-up)
-  int64_t memory_bytes = int64_t{6} << 30;           //!< address-space limit of the child
+  int64_t memory_bytes = int64_t{6} << 30;           //!< memory limit of the child (RLIMIT_DATA: heap and buffers)
   int64_t max_probe_elements = int64_t{1} << 22;     //!< inputs larger than this (in total) are scaled down
   uint64_t seed = 0;                                 //!< input seed
   std::string probe_binary;                          //!< default: kforge-probe next to this executable

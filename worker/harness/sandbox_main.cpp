@@ -178,6 +178,8 @@ class Sandbox {
     protocol.settle_tolerance = cmd.value("settle_tolerance", protocol.settle_tolerance);
     protocol.min_runs = cmd.value("min_runs", protocol.min_runs);
     protocol.touch_runs = std::max(2, rotations);
+    // GPUs idle at low clocks and ramp up under load: warm up at least 100 ms there (do_bench: 25 ms).
+    protocol.min_warmup_seconds = cmd.value("min_warmup_seconds", gpu ? 0.1 : 0.0);
 
     std::vector<BufferSet> sets(static_cast<size_t>(rotations));
     int next_trial = 0;

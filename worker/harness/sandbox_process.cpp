@@ -104,6 +104,10 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::str
     as.rlim_cur = as.rlim_max = static_cast<rlim_t>(limits.address_space_bytes);
     ::prlimit(pid, RLIMIT_AS, &as, nullptr);
   }
+  if (limits.data_bytes > 0) {
+    rlimit data{static_cast<rlim_t>(limits.data_bytes), static_cast<rlim_t>(limits.data_bytes)};
+    ::prlimit(pid, RLIMIT_DATA, &data, nullptr);
+  }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   std::unique_ptr<SandboxProcess> child(new SandboxProcess());

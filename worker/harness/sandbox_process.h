@@ -15,7 +15,8 @@ namespace kforge::harness {
 //! Resource limits applied to a sandboxed child.
 struct SandboxLimits {
   double cpu_seconds = 30;          //!< RLIMIT_CPU (SIGXCPU past it); 0 = no limit
-  int64_t address_space_bytes = 0;  //!< RLIMIT_AS; 0 = no limit
+  int64_t address_space_bytes = 0;  //!< RLIMIT_AS; 0 = no limit (CUDA libraries and contexts need far more address space than memory)
+  int64_t data_bytes = 0;           //!< RLIMIT_DATA: private writable memory (heap, buffers); 0 = no limit
   double wall_seconds = 30;         //!< enforced by the caller's deadlines (see read_line)
 };
 

@@ -59,12 +59,13 @@ TimingRecord run_timing_protocol(const std::function<TimingSample(int run_idx)>&
       if (record.warmup_runs >= protocol.touch_runs && seconds_since(warm_started) > warm_cap_s) break;
     }
     double current = timing_median(samples);
-    if (record.warmup_runs >= protocol.touch_runs && previous_block > 0 &&
+    const bool warm_enough = seconds_since(warm_started) >= protocol.min_warmup_seconds;
+    if (warm_enough && record.warmup_runs >= protocol.touch_runs && previous_block > 0 &&
         std::fabs(current - previous_block) <= protocol.settle_tolerance * current) {
       record.settled = true;
       break;
     }
-    if (record.warmup_runs >= protocol.touch_runs && seconds_since(warm_started) > warm_cap_s) break;
+    if (warm_enough && record.warmup_runs >= protocol.touch_runs && seconds_since(warm_started) > warm_cap_s) break;
     previous_block = current;
   }
   // Measurement windows: another window only when the previous one was disturbed by

@@ -20,6 +20,7 @@ struct TimingProtocol {
   int touch_runs = 2;             //!< warm-up runs at least (the kernel side: every rotation set once)
   double settle_tolerance = 0.05; //!< warm-up ends when two consecutive block medians agree within this
   double max_warmup_fraction = 0.5;  //!< warm-up stops after this fraction of max_seconds regardless
+  double min_warmup_seconds = 0;  //!< ... but lasts at least this long (GPUs ramp their clocks up under load)
   int attempts = 2;               //!< measurement windows at most; another only after a disturbed one
   double max_contention = 0.25;   //!< a window in which other processes used more cores than this is disturbed
 };

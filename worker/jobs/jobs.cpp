@@ -1,4 +1,5 @@
-// Placeholder until the job runners land; see jobs.h.
+// The job kinds kforge_jobs implements, by name (jobs.h); also the library's only source
+// without the server parts. The runners' tests: scripts/test.sh build -R 'jobs_'.
 #include "worker/jobs/jobs.h"
 
 namespace kforge::jobs {

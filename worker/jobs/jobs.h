@@ -1,5 +1,5 @@
-// Job kinds a worker runs (generate, train_sft, train_grpo, evaluate). The
-// runners arrive with their issues; this names the vocabulary.
+// Job kinds a worker runs (generate, train_sft, train_grpo, evaluate): the vocabulary;
+// the runners are generate.h and training_jobs.h. Tests: scripts/test.sh build -R 'jobs_'.
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // Checkpoint -> model version registration behind worker/jobs/model_store.h.
 // Version numbers are per name: the next one is taken optimistically and a unique
 // violation (another job registered the same version meanwhile) retries with the next.
+// Test: scripts/test.sh build -R jobs_training_test.
 #include "worker/jobs/model_store.h"
 
 #include <algorithm>

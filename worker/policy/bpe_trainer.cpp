@@ -1,6 +1,7 @@
 // BPE trainer: learns byte-level merges from a corpus and emits an HF
 // tokenizer.json (loadable by kforge and by HF tokenizers). Pair counts are kept
 // incrementally, with a max-heap whose stale entries are skipped on pop.
+// Test: ctest -R policy_test (tokenizer_test.cpp trains and reloads a vocabulary).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <queue>

@@ -1,5 +1,6 @@
 // config.json <-> ModelConfig, and presets. Unsupported features (rope_scaling,
 // activations other than SiLU, sliding windows that matter) are refused by name.
+// Test: ctest -R 'policy_test|train_model_test'.
 #include "worker/policy/model_config.h"
 
 #include <fstream>

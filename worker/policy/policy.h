@@ -1,6 +1,7 @@
 // Policy model library entry point: an HF model directory (config.json,
 // model.safetensors, tokenizer.json) as one bundle, plus the libtorch version.
 // Details per part: model.h, tokenizer.h, sampler.h, scoring.h; docs/policy.md.
+// Test: ctest -R policy_test.
 #pragma once
 
 #include <optional>

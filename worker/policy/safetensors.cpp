@@ -1,6 +1,7 @@
 // safetensors: validated header parsing over an mmap'd file; every fault (short
 // file, bad header length, bad JSON, unknown dtype, offsets out of range or
 // overlapping, size not matching the shape) is a SafetensorsError naming the file.
+// Test: ctest -R policy_test (safetensors_test.cpp).
 #include "worker/policy/safetensors.h"
 
 #include <ATen/ATen.h>

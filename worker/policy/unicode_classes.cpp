@@ -1,5 +1,6 @@
 // Lookups into the generated Unicode range tables (binary search), plus the
 // White_Space property, which is short enough to list by hand.
+// Test: ctest -R policy_test (tokenizer_test.cpp).
 #include <algorithm>
 
 #include "worker/policy/unicode_tables.h"

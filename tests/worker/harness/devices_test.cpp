@@ -1,4 +1,5 @@
 // OpenCL discovery finds PoCL's CPU device (installed by scripts/install-deps.sh).
+// Run: ctest -R harness_devices_test
 #include <gtest/gtest.h>
 
 #include "worker/harness/devices.h"

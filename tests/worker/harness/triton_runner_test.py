@@ -148,6 +148,12 @@ class TritonRunnerTest(unittest.TestCase):
         self.assertTrue(reply["ok"], reply)
         self.assertTrue(np.isnan(self.arena.output(0)).all())
 
+    def test_write_past_an_allocated_output_is_caught(self):
+        self.assertTrue(self.runner.build("oob_store.py")["ok"])
+        reply = self.runner.run(0)
+        self.assertEqual(reply["kind"], "runtime_error", reply)
+        self.assertIn("out-of-bounds", reply["message"])
+
     def test_input_mutation_is_caught(self):
         self.assertTrue(self.runner.build("mutate_input.py")["ok"])
         reply = self.runner.run(0)
@@ -196,6 +202,22 @@ class ReferenceRunnerTest(unittest.TestCase):
                                  "input_region": arena.input_region, "arena_bytes": arena.total})
             self.assertTrue(reply["ok"], reply)
             self.assertGreater(reply["median_ms"], 0)
+        finally:
+            runner.close()
+            os.close(arena.fd)
+
+    def test_torch_names_resolve_as_in_torchscript(self):
+        arena = Arena(trials=1, n=256)
+        runner = Runner(arena, role="reference")
+        try:
+            # torch.silu has no Python name in torch; TorchScript resolves it to aten::silu.
+            reply = runner.send({"cmd": "build", "source": "def forward(x: Tensor, y: Tensor) -> Tensor:\n"
+                                                           "    return torch.silu(x) * y\n"})
+            self.assertTrue(reply["ok"], reply)
+            reply = runner.run(0)
+            self.assertTrue(reply["ok"], reply)
+            x, y = arena.values[0]
+            np.testing.assert_allclose(arena.output(0), x / (1 + np.exp(-x)) * y, rtol=1e-5, atol=1e-6)
         finally:
             runner.close()
             os.close(arena.fd)

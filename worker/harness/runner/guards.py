@@ -42,8 +42,13 @@ class TorchComputeError(Exception):
     """forward called a torch op that computes (the candidate must use Triton kernels)."""
 
 
+GUARD_BYTES = 64 * 1024
+GUARD_BYTE = 0xA5
+
+
 class ForwardGuard(TorchDispatchMode):
-    """Active while a candidate's forward runs: refuses compute, poisons allocations."""
+    """Active while a candidate's forward runs: refuses compute, poisons allocations and,
+    on verified calls, puts guard regions on both sides of every contiguous allocation."""
 
     def __init__(self, poison_allocations=True):
         super().__init__()
@@ -51,6 +56,26 @@ class ForwardGuard(TorchDispatchMode):
         # Timed calls leave poisoning to the runner (done before the timed region).
         self.poison_allocations = poison_allocations
         self.in_launch = 0  # > 0 while Triton's own launcher runs (the CPU interpreter copies tensors)
+        self.guarded = []   # (flat uint8 view of the whole allocation, data start, data end)
+
+    def guard(self, out):
+        """The same tensor, allocated inside a larger block whose edges hold a pattern."""
+        size = out.element_size()
+        pad = -(-GUARD_BYTES // size)
+        flat = torch.empty(out.numel() + 2 * pad, dtype=out.dtype, device=out.device)
+        poison_(flat)
+        raw = flat.view(torch.uint8)
+        raw[: pad * size].fill_(GUARD_BYTE)
+        raw[(pad + out.numel()) * size:].fill_(GUARD_BYTE)
+        self.guarded.append((raw, pad * size, (pad + out.numel()) * size))
+        return flat[pad: pad + out.numel()].view(out.shape)
+
+    def damaged(self):
+        """True if a write landed in a guard region (outside what forward allocated)."""
+        for raw, start, end in self.guarded:
+            if bool((raw[:start] != GUARD_BYTE).any()) or bool((raw[end:] != GUARD_BYTE).any()):
+                return True
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = op_name(func)
@@ -61,6 +86,8 @@ class ForwardGuard(TorchDispatchMode):
                                     "kernels (forward may only allocate outputs, take views and launch kernels)")
         out = func(*args, **(kwargs or {}))
         if self.poison_allocations and name in ALLOCATING_OPS and isinstance(out, torch.Tensor):
+            if out.is_contiguous() and out.numel() > 0:
+                return self.guard(out)
             poison_(out)
         return out
 

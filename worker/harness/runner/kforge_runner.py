@@ -66,6 +66,8 @@ class Protocol:
         self.max_runs = int(cmd.get("max_runs", 2000))
         self.settle_tolerance = float(cmd.get("settle_tolerance", 0.05))
         self.max_warmup_fraction = 0.5
+        # GPUs ramp their clocks up under load over tens of milliseconds: warm up at least this long.
+        self.min_warmup_seconds = float(cmd.get("min_warmup_seconds", 0.0))
 
 
 def median(values):
@@ -93,10 +95,11 @@ def run_protocol(run, protocol, block):
             run_idx += 1
             record["warmup_runs"] += 1
         current = median(samples)
-        if previous > 0 and abs(current - previous) <= protocol.settle_tolerance * current:
+        warm_enough = time.perf_counter() - warm_started >= protocol.min_warmup_seconds
+        if warm_enough and previous > 0 and abs(current - previous) <= protocol.settle_tolerance * current:
             record["settled"] = True
             break
-        if time.perf_counter() - warm_started > warm_cap:
+        if warm_enough and time.perf_counter() - warm_started > warm_cap:
             break
         previous = current
     window = []
@@ -206,17 +209,22 @@ class Runner:
         return {"ok": True, "build_ms": ms_since(start), "log": ""}
 
     def build_reference(self, source, compile_too, start):
+        """The op's TorchScript source (already compiled by libtorch in the parent) run as
+        Python: torch.X resolves as TorchScript resolves it (torch's Python name, else the
+        aten builtin, e.g. torch.silu), after an AST check that it only computes."""
         torch = self.torch
         try:
-            torch.jit.CompilationUnit(source)  # the op must be TorchScript: no imports, no Python I/O
-        except Exception as error:
+            check_op_source(source)
+        except (SyntaxError, ValueError) as error:
             return {"ok": False, "kind": "compile_error", "log": short_error(error), "build_ms": ms_since(start)}
         from typing import List, Optional, Tuple
 
-        namespace = {"torch": torch, "Tensor": torch.Tensor, "List": List, "Optional": Optional, "Tuple": Tuple,
-                     "math": math}
+        namespace = {"torch": TorchScriptNames(torch), "Tensor": torch.Tensor, "List": List, "Optional": Optional,
+                     "Tuple": Tuple, "math": math}
         exec(compile(source, "op.py", "exec"), namespace)
-        self.forward = namespace["forward"]
+        self.forward = namespace.get("forward")
+        if not callable(self.forward):
+            return {"ok": False, "kind": "compile_error", "log": "the op defines no forward", "build_ms": ms_since(start)}
         if compile_too:
             self.compiled = torch.compile(self.forward)
         return {"ok": True, "build_ms": ms_since(start), "log": ""}
@@ -246,6 +254,11 @@ class Runner:
         if self.counter.launches == before:
             raise CandidateError("rule_violation", "no kernel launched: forward returned without launching a "
                                  "@triton.jit kernel (every forward must compute in Triton)", rule="no_triton_launch")
+        if poison:
+            self.sync()
+            if guard.damaged():
+                raise CandidateError("runtime_error", "out-of-bounds write: memory just outside a tensor that forward "
+                                     "allocated was modified")
         return out
 
     def check_outputs(self, out, specs):
@@ -339,7 +352,10 @@ class Runner:
             last[set_idx] = out
             return elapsed
 
-        record = run_protocol(one_run, Protocol(cmd), block=max(3, len(sets)))
+        protocol = Protocol(cmd)
+        if self.gpu:
+            protocol.min_warmup_seconds = max(protocol.min_warmup_seconds, 0.1)
+        record = run_protocol(one_run, protocol, block=max(3, len(sets)))
         for set_idx, s in enumerate(sets):
             if last[set_idx] is None:
                 one_run(set_idx)
@@ -354,6 +370,42 @@ class Runner:
     def sync(self):
         if self.gpu:
             self.torch.cuda.synchronize()
+
+
+class TorchScriptNames:
+    """`torch` as TorchScript sees it: torch's Python attribute, else the aten builtin of
+    that name (torch.silu, torch.gelu are aten ops without a Python torch.* name), else
+    torch.nn.functional's."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def __getattr__(self, name):
+        for space in (self._torch, self._torch.ops.aten, self._torch.nn.functional):
+            try:
+                return getattr(space, name)
+            except (AttributeError, RuntimeError):
+                continue
+        raise AttributeError(f"torch has no operator {name}")
+
+
+OP_BANNED_CALLS = {"eval", "exec", "compile", "open", "input", "globals", "locals", "vars", "getattr", "setattr",
+                   "delattr", "__import__", "breakpoint"}
+
+
+def check_op_source(source):
+    """An op's source may only compute: no imports, no private or dunder names, no dynamic code."""
+    import ast
+
+    for node in ast.walk(ast.parse(source, filename="op.py")):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            raise ValueError(f"line {node.lineno}: an op may not import (torch and math are there)")
+        if isinstance(node, ast.Name) and (node.id.startswith("_") or node.id in OP_BANNED_CALLS):
+            raise ValueError(f"line {node.lineno}: {node.id} is not allowed in an op")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ValueError(f"line {node.lineno}: attribute {node.attr} is not allowed in an op")
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            raise ValueError(f"line {node.lineno}: global state is not allowed in an op")
 
 
 class CandidateError(Exception):

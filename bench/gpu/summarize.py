@@ -1,0 +1,73 @@
+# Gathers one device run's outputs (bench/gpu/run_device.sh: timing.json, adversarial.json,
+# harness.json, e2e.json, check.json, devices.txt, test.log) into the keys of
+# bench/results/gpu.json. Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
+import argparse
+import json
+import os
+import re
+
+
+def load(folder, name):
+    path = os.path.join(folder, name)
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--in", dest="folder", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    out = {"device": {}, "harness": {}, "e2e": {}, "tests": {}}
+    devices = os.path.join(args.folder, "devices.txt")
+    if os.path.exists(devices):
+        out["device"]["listing"] = open(devices).read().strip().splitlines()
+    timing = load(args.folder, "timing.json")
+    if timing:
+        out["device"].update(name=timing["device"], torch=timing["torch"], triton=timing["triton"])
+        out["copy_ceiling_gbps"] = timing.get("copy_ceiling_gbps")
+        out["harness"]["timing_vs_do_bench_max_rel_diff"] = timing["timing_vs_do_bench_max_rel_diff"]
+        out["harness"]["timing_vs_do_bench"] = timing["cases"]
+    adversarial = load(args.folder, "adversarial.json")
+    if adversarial:
+        for key in ("adversarial_rejected_share", "adversarial_total", "credited_hacks", "controls_correct",
+                    "controls_total"):
+            out["harness"][key] = adversarial[key]
+        out["harness"]["adversarial_not_as_expected"] = [
+            {k: r[k] for k in ("file", "target", "expect", "outcome", "message")} for r in adversarial["rows"]
+            if not r["as_expected"]]
+    harness = load(args.folder, "harness.json")
+    if harness:
+        per_target = harness["targets"]
+        out["harness"]["candidates_per_s"] = {t: {"cold": r["candidates_per_s_cold"], "warm": r["candidates_per_s_warm"]}
+                                              for t, r in per_target.items()}
+        out["harness"]["overhead_ms_warm"] = {t: r["overhead_ms_warm"] for t, r in per_target.items()}
+        out["harness"]["timing_spread_pct"] = {t: r["timing_spread_pct"] for t, r in per_target.items()}
+        out["harness"]["timing_iqr_spread_pct"] = {t: r["timing_iqr_spread_pct"] for t, r in per_target.items()}
+    e2e = load(args.folder, "e2e.json")
+    if e2e:
+        for target in sorted({r["target"] for r in e2e["rows"]}):
+            rows = [r for r in e2e["rows"] if r["target"] == target]
+            verified = [r for r in rows if r["verified"]]
+            out["e2e"][target] = {
+                "verified": bool(verified), "verified_ops": len(verified), "ops": len(rows),
+                "speedup_vs_eager": {r["op"]: r["speedup_vs_eager"] for r in verified},
+                "speedup_vs_compile": {r["op"]: r["speedup_vs_compile"] for r in verified},
+                "seconds_to_result": {r["op"]: r["seconds_to_result"] for r in rows},
+                "failures": {r["op"]: r["error"] for r in rows if not r["verified"]},
+            }
+    check = load(args.folder, "check.json")
+    if check:
+        out["check_suite"] = check["rows"]
+    test_log = os.path.join(args.folder, "test.log")
+    if os.path.exists(test_log):
+        text = open(test_log).read()
+        summary = re.findall(r"\d+% tests passed, \d+ tests failed out of \d+", text)
+        out["tests"]["summary"] = summary[-1] if summary else None
+        out["tests"]["failed"] = re.findall(r"\d+ - (\S+) \(Failed\)", text)
+        out["tests"]["gpu_labelled_passed"] = re.findall(r"Test +#\d+: (harness_cuda_backend_test|harness_triton_runner_test) \.+ +Passed", text)
+    out["command"] = "bash bench/gpu/run_device.sh build test diag timing adversarial harness check e2e summarize"
+    json.dump(out, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
