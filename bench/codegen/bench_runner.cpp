@@ -108,6 +108,7 @@ struct Options {
   std::string filter;
   std::string out = "bench/results/codegen.json";
   bool merge = false;  // re-measure the selected ops into an existing results file
+  bool resume = false;  // keep the rows of an earlier, cut-off run in --out and measure only the ops it lacks
   size_t max_schedules = 4;
   harness::CheckOptions check;
 };
@@ -339,11 +340,13 @@ int run_codegen_bench(int argc, char** argv) {
     else if (a == "--target") opt.check.target = next();
     else if (a == "--no-compile") opt.check.compile_baseline = false;
     else if (a == "--merge") opt.merge = true;
+    else if (a == "--resume") opt.resume = true;
     else {
       std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
-                   "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge]\n"
+                   "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
                    "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
                    "index), timed against CUDA eager and torch.compile (--no-compile: eager only)\n"
+                   "  --resume: keep the rows already in --out (a run cut short) and measure only the missing ops\n"
                    "  --merge: replace the rows of the selected ops in the existing --out file (the run is listed "
                    "under merged_runs) and recompute the summary\n";
       return 2;
@@ -402,7 +405,17 @@ int run_codegen_bench(int argc, char** argv) {
     std::cerr << "eager matmul probe: " << result["eager_matmul_probe"].dump() << "\n";
   }
   json rows = json::array();
+  std::set<std::string> done;
+  if (opt.resume && fs::exists(opt.out)) {
+    // Device calls have a time limit: the same command, repeated, finishes the suite.
+    for (const auto& row : json::parse(read_text(opt.out)).value("ops", json::array())) {
+      rows.push_back(row);
+      done.insert(row.value("name", ""));
+    }
+    std::cerr << "resuming " << opt.out << ": " << rows.size() << " ops already measured\n";
+  }
   for (const auto& path : files) {
+    if (done.count(path.stem().string())) continue;
     auto text = read_text(path);
     json meta = json::parse(text);
     auto parsed = spec::parse_op_spec(text);

@@ -84,15 +84,18 @@ stage_timing() {
 }
 
 stage_teacher() {
-  # One results file per target; rows are written after every op, so a run cut short
-  # keeps what it measured (a target cut off by the call's budget too). TEACHER_FILTER=level2/
-  # selects a level (a path substring).
+  # One results file per target, kept in var/gpu/ and resumed: rows are written after
+  # every op, so a call cut off by its budget keeps what it measured and the next call
+  # on the warm machine measures only the ops still missing (TEACHER_FRESH=1 starts
+  # over). TEACHER_FILTER=level2/ selects a level (a path substring).
   local target
   for target in ${TEACHER_TARGETS:-cuda triton}; do
-    local started=$SECONDS
-    bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" \
-      --out "$OUT/teacher_$target.json" ${TEACHER_ARGS:-} > "$OUT/teacher_$target.log" 2>&1
+    local started=$SECONDS results=var/gpu/teacher_$target.json
+    [ -z "${TEACHER_FRESH:-}" ] || rm -f "$results"
+    bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" --resume \
+      --out "$results" ${TEACHER_ARGS:-} >> "$OUT/teacher_$target.log" 2>&1
     log "teacher $target rc=$? in $((SECONDS - started)) s: $(tail -1 "$OUT/teacher_$target.log")"
+    cp -f "$results" "$OUT/" 2>/dev/null
   done
 }
 
