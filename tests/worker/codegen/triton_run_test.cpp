@@ -2,7 +2,8 @@
 // Python runner child, its rules and run-time guards, NaN-poisoned allocations, seeded +
 // secret-seed trials, extra shapes, determinism): one op of every stage kind and layout,
 // on its odd extra shapes, with the first schedule of its triton space and one more.
-// Run: ctest -R codegen_triton_run (about a minute; needs the test venv's triton).
+// Run: ctest -R codegen_triton_run (2-5 minutes: the interpreter runs every program instance
+// in Python; needs the test venv's triton).
 #include <gtest/gtest.h>
 
 #include "tests/worker/codegen/suite_ops.h"
