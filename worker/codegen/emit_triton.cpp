@@ -248,16 +248,19 @@ void TritonEmitter::pointwise(const Stage& stage, const std::string& name, std::
 
 // ------------------------------------------------------------- scan, arg_reduce
 
-namespace {
-
-// The [outer, len, inner] view of one dim of `shape` as kernel sizes.
-struct LineView {
-  std::string len, inner, lines;  // kernel names (or literals)
-  std::string outer_expr, inner_expr;  // forward expressions
-  bool last = false;
-};
-
-}  // namespace
+// ROWS lines per program over the `outer` lines of a last-dim scan or arg reduction,
+// each walked in BLOCK chunks: sets the grid and writes the `rows` and `rmask` lines.
+TritonEmitter::LastDimLines TritonEmitter::last_dim_lines(TritonKernel& k, const Shape& outer,
+                                                          std::ostringstream& body) const {
+  LastDimLines out;
+  const std::string lines = k.size(py(numel_expr(outer)), "lines");
+  out.rows = k.constant("ROWS", std::to_string(s_.rows));
+  out.block = k.constant("BLOCK", std::to_string(s_.block > 0 ? s_.block : 1024));
+  k.grid = "(triton.cdiv(" + py(numel_expr(outer)) + ", " + std::to_string(s_.rows) + "),)";
+  body << "    rows = tl.program_id(0) * " << out.rows << " + tl.arange(0, " << out.rows << ")[:, None]\n";
+  body << "    rmask = rows < " << lines << "\n";
+  return out;
+}
 
 // cumsum along one dim. Last dim: ROWS lines per program, chunks of BLOCK scanned with
 // tl.cumsum plus the running total of the chunks before. Another dim: IB adjacent lines
@@ -282,13 +285,7 @@ void TritonEmitter::scan(const Stage& stage, const std::string& name, std::strin
       err = "a last-dim scan needs rows >= 1 per program";
       return;
     }
-    const std::string lines = k.size(py(numel_expr(outer)), "lines");
-    const std::string rows = k.constant("ROWS", std::to_string(s_.rows));
-    const int block_value = s_.block > 0 ? s_.block : 1024;
-    const std::string block = k.constant("BLOCK", std::to_string(block_value));
-    k.grid = "(triton.cdiv(" + py(numel_expr(outer)) + ", " + std::to_string(s_.rows) + "),)";
-    body << "    rows = tl.program_id(0) * " << rows << " + tl.arange(0, " << rows << ")[:, None]\n";
-    body << "    rmask = rows < " << lines << "\n";
+    const auto [rows, block] = last_dim_lines(k, outer, body);
     body << "    carry = tl.zeros([" << rows << ", 1], dtype=tl.float32)\n";
     body << "    for r0 in range(0, " << len << ", " << block << "):\n";
     body << "        cols = r0 + tl.arange(0, " << block << ")[None, :]\n";
@@ -345,12 +342,7 @@ void TritonEmitter::arg_reduce(const Stage& stage, const std::string& name, std:
       err = "a last-dim arg reduction needs rows >= 1 per program";
       return;
     }
-    const std::string lines = k.size(py(numel_expr(outer)), "lines");
-    const std::string rows = k.constant("ROWS", std::to_string(s_.rows));
-    const std::string block = k.constant("BLOCK", std::to_string(s_.block > 0 ? s_.block : 1024));
-    k.grid = "(triton.cdiv(" + py(numel_expr(outer)) + ", " + std::to_string(s_.rows) + "),)";
-    body << "    rows = tl.program_id(0) * " << rows << " + tl.arange(0, " << rows << ")[:, None]\n";
-    body << "    rmask = rows < " << lines << "\n";
+    const auto [rows, block] = last_dim_lines(k, outer, body);
     body << "    best = tl.full([" << rows << ", 1], " << worst << ", dtype=tl.float32)\n";
     body << "    best_idx = tl.zeros([" << rows << ", 1], dtype=tl.int32)\n";
     body << "    for r0 in range(0, " << len << ", " << block << "):\n";

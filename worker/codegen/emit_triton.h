@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,13 @@ class TritonEmitter : public StageBuffers {
   ExprEmitter expr(int* counter, int root) const;
   //! `tl.load(buf + idx, mask=mask, other=...)` for node `id` (a scalar load when it has one element).
   std::string load(TritonKernel& k, int id, const std::string& idx, const std::string& mask);
+
+  //! The kernel names of a last-dim line layout (scan, arg_reduce).
+  struct LastDimLines {
+    std::string rows, block;
+  };
+  //! ROWS lines per program in BLOCK chunks: the grid and the `rows` / `rmask` lines.
+  LastDimLines last_dim_lines(TritonKernel& k, const Shape& outer, std::ostringstream& body) const;
 
   // emit_triton.cpp; each stage appends its kernels to kernels_ or sets `err`
   void pointwise(const Stage& stage, const std::string& name, std::string& err);
