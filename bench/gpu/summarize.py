@@ -1,7 +1,6 @@
 # Gathers one device run's outputs (bench/gpu/run_device.sh: timing.json, adversarial.json,
 # harness.json, e2e.json, check.json, teacher_<target>.json, devices.txt, test.log) into the
-# keys of the GPU results file under bench/results/ (issue 16).
-# Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
+# keys of bench/results/gpu.json. Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
 import argparse
 import json
 import os
