@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kforge on a GPU host (the H100 device machine: Ubuntu 24.04, PyTorch 2.x + Triton, CUDA,
 # NVIDIA OpenCL + PoCL, no apt, no PostgreSQL), stage by stage in one call:
-#   bash bench/gpu/run_device.sh build test check timing e2e
+#   bash bench/gpu/run_device.sh build test check timing e2e teacher
 #   build   unpack .devcarry/gpu-deps.tar.xz (bench/gpu/bundle_host_deps.sh), build with tests
 #           ON against the host's PyTorch (KFORGE_WITH_HTTP=OFF: worker + database, no cpprest)
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
@@ -10,6 +10,8 @@
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
+#   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
+#           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
 #   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
 #   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
@@ -81,6 +83,22 @@ stage_timing() {
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
+stage_teacher() {
+  # One results file per target, kept in var/gpu/ and resumed: rows are written after
+  # every op, so a call cut off by its budget keeps what it measured and the next call
+  # on the warm machine measures only the ops still missing (TEACHER_FRESH=1 starts
+  # over). TEACHER_FILTER=level2/ selects a level (a path substring).
+  local target
+  for target in ${TEACHER_TARGETS:-cuda triton}; do
+    local started=$SECONDS results=var/gpu/teacher_$target.json
+    [ -z "${TEACHER_FRESH:-}" ] || rm -f "$results"
+    bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" --resume \
+      --out "$results" ${TEACHER_ARGS:-} >> "$OUT/teacher_$target.log" 2>&1
+    log "teacher $target rc=$? in $((SECONDS - started)) s: $(tail -1 "$OUT/teacher_$target.log")"
+    cp -f "$results" "$OUT/" 2>/dev/null
+  done
+}
+
 stage_e2e() {
   bounded bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
     "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
@@ -118,7 +136,7 @@ stage_summarize() {
 for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
-    test|check|timing|e2e|adversarial|harness|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|check|timing|e2e|adversarial|harness|teacher|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -1,15 +1,44 @@
 # Gathers one device run's outputs (bench/gpu/run_device.sh: timing.json, adversarial.json,
-# harness.json, e2e.json, check.json, devices.txt, test.log) into the keys of
-# bench/results/gpu.json. Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
+# harness.json, e2e.json, check.json, teacher_<target>.json, devices.txt, test.log) into the
+# keys of bench/results/gpu.json. Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
 import argparse
 import json
 import os
 import re
+import statistics
 
 
 def load(folder, name):
     path = os.path.join(folder, name)
     return json.load(open(path)) if os.path.exists(path) else None
+
+
+def teacher_summary(folder, copy_ceiling_gbps):
+    """teacher.level1/level2 per target from kforge-codegen bench's files, the memory-bound
+    level-2 ops' share of the copy ceiling and the slowest matmul op against eager."""
+    teacher = {}
+    for target in ("cuda", "triton", "opencl"):
+        bench = load(folder, f"teacher_{target}.json")
+        if not bench:
+            continue
+        for level in (1, 2):
+            if not bench.get(f"ops_level{level}"):
+                continue  # the run selected the other level
+            entry = teacher.setdefault(f"level{level}", {})
+            entry.setdefault("correct_share", {})[target] = bench.get(f"coverage_level{level}")
+            entry.setdefault("geomean_vs_eager", {})[target] = bench.get(f"geomean_speedup_level{level}")
+            entry.setdefault("geomean_vs_compile", {})[target] = bench.get(f"geomean_speedup_vs_compile_level{level}")
+            entry.setdefault("not_correct", {})[target] = bench.get(f"not_correct_level{level}")
+        correct = [r for r in bench.get("ops", []) if r.get("outcome") == "correct"]
+        matmul = [r["speedup_vs_eager"] for r in correct if "gflops" in r]
+        if matmul:
+            teacher.setdefault("matmul_vs_eager_min", {})[target] = min(matmul)
+        fused = [r["gbps"] / copy_ceiling_gbps for r in correct
+                 if r.get("level") == 2 and "gflops" not in r and copy_ceiling_gbps]
+        if fused:
+            teacher.setdefault("memory_bound_copy_fraction_median", {})[target] = statistics.median(fused)
+        teacher.setdefault("command", {})[target] = bench.get("command")
+    return teacher
 
 
 def main():
@@ -55,6 +84,9 @@ def main():
                 "seconds_to_result": {r["op"]: r["seconds_to_result"] for r in rows},
                 "failures": {r["op"]: r["error"] for r in rows if not r["verified"]},
             }
+    teacher = teacher_summary(args.folder, out.get("copy_ceiling_gbps"))
+    if teacher:
+        out["teacher"] = teacher
     check = load(args.folder, "check.json")
     if check:
         out["check_suite"] = check["rows"]
@@ -65,7 +97,7 @@ def main():
         out["tests"]["summary"] = summary[-1] if summary else None
         out["tests"]["failed"] = re.findall(r"\d+ - (\S+) \(Failed\)", text)
         out["tests"]["gpu_labelled_passed"] = re.findall(r"Test +#\d+: (harness_cuda_backend_test|harness_triton_runner_test) \.+ +Passed", text)
-    out["command"] = "bash bench/gpu/run_device.sh build test diag timing adversarial harness check e2e summarize"
+    out["command"] = "bash bench/gpu/run_device.sh build test diag timing adversarial harness check e2e teacher summarize"
     json.dump(out, open(args.out, "w"), indent=1)
 
 

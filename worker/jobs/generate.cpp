@@ -179,21 +179,33 @@ GenerateArgs parse_generate_args(const std::string& args_json) {
 std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note,
                                                  const std::string& target) {
   std::vector<CandidateProgram> programs;
-  if (target != "opencl") {
-    if (note) *note += (note->empty() ? "" : "; ") + std::string("the teacher compiler emits opencl only (so far)");
+  auto add_note = [&](const std::string& text) {
+    if (note) *note += (note->empty() ? "" : "; ") + text;
+  };
+  codegen::Target language = codegen::Target::opencl;
+  if (!codegen::parse_target(target, language)) {
+    add_note("the teacher compiler cannot emit target '" + target + "'");
     return programs;
   }
   codegen::Analysis analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
-    if (note) *note += (note->empty() ? "" : "; ") + std::string("teacher compiler: ") + analysis.unsupported;
+    add_note("the teacher compiler cannot lower this op: " + analysis.unsupported);
     return programs;
   }
-  for (const auto& schedule : codegen::schedule_space(analysis)) {
+  // The space lists the schedules expected fastest on the target's usual device first.
+  std::string first_refusal;
+  for (const auto& schedule : codegen::schedule_space(analysis, language)) {
     if (static_cast<int>(programs.size()) >= count) break;
-    codegen::Generated generated = codegen::emit_program(analysis, schedule);
-    if (!generated.ok()) continue;
+    codegen::Generated generated = codegen::emit_program(analysis, schedule, language);
+    if (!generated.ok()) {
+      if (first_refusal.empty()) first_refusal = generated.unsupported;
+      continue;
+    }
     programs.push_back({generated.program, "teacher", schedule.label(), 0});
   }
+  if (programs.empty())
+    add_note("the teacher compiler emitted no " + target + " program" +
+             (first_refusal.empty() ? std::string(" (empty schedule space)") : ": " + first_refusal));
   return programs;
 }
 
