@@ -110,6 +110,7 @@ struct Options {
   bool merge = false;  // re-measure the selected ops into an existing results file
   bool resume = false;  // keep the rows of an earlier, cut-off run in --out and measure only the ops it lacks
   size_t max_schedules = 4;
+  size_t shard = 0, shards = 1;  // --shard I/N: this run takes the ops whose index % N == I
   harness::CheckOptions check;
 };
 
@@ -322,6 +323,7 @@ int merge_rows(const std::string& path, const json& run, const json& rows,
 int run_codegen_bench(int argc, char** argv) {
   Options opt;
   std::string command = "kforge-codegen bench";
+  try {
   for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
     std::string a = argv[arg_idx];
     command += " " + a;
@@ -341,9 +343,20 @@ int run_codegen_bench(int argc, char** argv) {
     else if (a == "--no-compile") opt.check.compile_baseline = false;
     else if (a == "--merge") opt.merge = true;
     else if (a == "--resume") opt.resume = true;
-    else {
+    else if (a == "--timing-lock") opt.check.timing_lock = next();
+    else if (a == "--shard") {
+      std::string value = next();
+      auto slash = value.find('/');
+      if (slash == std::string::npos) throw std::runtime_error("--shard needs I/N, e.g. 0/4");
+      opt.shard = std::stoul(value.substr(0, slash));
+      opt.shards = std::stoul(value.substr(slash + 1));
+      if (opt.shards == 0 || opt.shard >= opt.shards) throw std::runtime_error("--shard I/N needs 0 <= I < N");
+    } else {
       std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
                    "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
+                   "                            [--shard I/N] [--timing-lock FILE]\n"
+                   "  --shard I/N: only the ops whose index (sorted paths) % N == I; N runs side by side cover the suite\n"
+                   "  --timing-lock FILE: runs side by side on one device take turns to time (flock on FILE)\n"
                    "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
                    "index), timed against CUDA eager and torch.compile (--no-compile: eager only)\n"
                    "  --resume: keep the rows already in --out (a run cut short) and measure only the missing ops\n"
@@ -351,6 +364,10 @@ int run_codegen_bench(int argc, char** argv) {
                    "under merged_runs) and recompute the summary\n";
       return 2;
     }
+  }
+  } catch (const std::exception& error) {  // a missing or malformed value: say which
+    std::cerr << "kforge-codegen bench: " << error.what() << "\n";
+    return 2;
   }
   codegen::Target target = codegen::Target::opencl;
   if (!codegen::parse_target(opt.check.target, target)) {
@@ -370,6 +387,12 @@ int run_codegen_bench(int argc, char** argv) {
     if (entry.path().extension() == ".json" && entry.path().string().find(opt.filter) != std::string::npos)
       files.push_back(entry.path());
   std::sort(files.begin(), files.end());
+  if (opt.shards > 1) {
+    std::vector<fs::path> mine;
+    for (size_t file_idx = 0; file_idx < files.size(); ++file_idx)
+      if (file_idx % opt.shards == opt.shard) mine.push_back(files[file_idx]);
+    files.swap(mine);
+  }
   json result;
   std::time_t now = std::time(nullptr);
   char stamp[64];

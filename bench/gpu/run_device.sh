@@ -8,6 +8,7 @@
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
+#           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
@@ -84,19 +85,45 @@ stage_timing() {
 }
 
 stage_teacher() {
-  # One results file per target, kept in var/gpu/ and resumed: rows are written after
-  # every op, so a call cut off by its budget keeps what it measured and the next call
-  # on the warm machine measures only the ops still missing (TEACHER_FRESH=1 starts
-  # over). TEACHER_FILTER=level2/ selects a level (a path substring).
-  local target
+  # Per target, TEACHER_SHARDS runs of kforge-codegen bench side by side (--shard I/N;
+  # all targets at once), taking turns to time (--timing-lock), so compiling, checking and
+  # torch.compile's compiles overlap while every measurement runs alone on the GPU. Each
+  # shard writes its rows after every op and resumes (--resume), so a call cut off by its
+  # budget keeps what it measured and the next call on the warm machine measures only the
+  # ops still missing (TEACHER_FRESH=1 starts over). TEACHER_FILTER=level2/ selects a
+  # level (a path substring). The shards' rows are merged into teacher_<target>.json.
+  local target shard shards=${TEACHER_SHARDS:-4} started=$SECONDS
   for target in ${TEACHER_TARGETS:-cuda triton}; do
-    local started=$SECONDS results=var/gpu/teacher_$target.json
-    [ -z "${TEACHER_FRESH:-}" ] || rm -f "$results"
-    bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" --resume \
-      --out "$results" ${TEACHER_ARGS:-} >> "$OUT/teacher_$target.log" 2>&1
-    log "teacher $target rc=$? in $((SECONDS - started)) s: $(tail -1 "$OUT/teacher_$target.log")"
-    cp -f "$results" "$OUT/" 2>/dev/null
+    for shard in $(seq 0 $((shards - 1))); do
+      local results=var/gpu/teacher_${target}_${shard}of${shards}.json
+      [ -z "${TEACHER_FRESH:-}" ] || rm -f "$results"
+      bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" --resume \
+        --shard "$shard/$shards" --timing-lock "$root/var/gpu/timing.lock" --out "$results" ${TEACHER_ARGS:-} \
+        >> "$OUT/teacher_${target}_$shard.log" 2>&1 &
+    done
   done
+  wait
+  for target in ${TEACHER_TARGETS:-cuda triton}; do
+    python3 - "$OUT/teacher_$target.json" var/gpu/teacher_${target}_*of${shards}.json <<'PY'
+import json, sys
+out, parts = sys.argv[1], [p for p in sys.argv[2:] if p.endswith(".json")]
+merged = None
+for path in sorted(parts):
+    try:
+        part = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    if merged is None:
+        merged = dict(part, ops=[], shards=[])
+    merged["ops"] += part.get("ops", [])
+    merged["shards"].append(part.get("command"))
+if merged:
+    merged["ops"].sort(key=lambda row: (row.get("level", 0), row.get("name", "")))
+    json.dump(merged, open(out, "w"), indent=1)
+    print(f"{out}: {len(merged['ops'])} ops from {len(merged['shards'])} shards")
+PY
+  done
+  log "teacher (${TEACHER_TARGETS:-cuda triton}, $shards shards each) in $((SECONDS - started)) s"
 }
 
 stage_e2e() {
