@@ -31,7 +31,8 @@ json environment_to_json(const Environment& environment) {
           {"triton_version", environment.triton_version},
           {"cuda_version", environment.cuda_version},
           {"gpu_clocks", environment.gpu_clocks},
-          {"reference_max_abs_diff", environment.reference_max_abs_diff}};
+          {"reference_max_abs_diff", environment.reference_max_abs_diff},
+          {"sandbox", environment.sandbox}};
 }
 
 Environment environment_from_json(const json& e) {
@@ -53,6 +54,7 @@ Environment environment_from_json(const json& e) {
   environment.cuda_version = e.value("cuda_version", "");
   environment.gpu_clocks = e.value("gpu_clocks", "");
   environment.reference_max_abs_diff = e.value("reference_max_abs_diff", 0.0);
+  environment.sandbox = e.value("sandbox", "");
   return environment;
 }
 

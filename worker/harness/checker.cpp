@@ -7,10 +7,12 @@
 // Test: ctest -R 'harness_(checker|adversarial)'.
 #include "worker/harness/checker.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +29,7 @@
 #include "worker/harness/reference.h"
 #include "worker/harness/rules.h"
 #include "worker/harness/sandbox_child.h"
+#include "worker/harness/sandbox_policy.h"
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
@@ -89,6 +92,30 @@ std::string compile_log_excerpt(const std::string& log) {
   return out;
 }
 
+// Which sandbox policy a candidate's child gets: the Python runner, or kforge-sandbox on
+// the CPU (PoCL) or on a GPU (CUDA; OpenCL when the device names a GPU).
+SandboxKind sandbox_kind_for(const CheckOptions& options) {
+  if (options.target == "triton") return SandboxKind::python;
+  if (options.target == "cuda") return SandboxKind::kernel_gpu;
+  std::string device = options.device;
+  std::transform(device.begin(), device.end(), device.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* word : {"gpu", "nvidia", "cuda", "tesla", "geforce"})
+    if (device.find(word) != std::string::npos) return SandboxKind::kernel_gpu;
+  return SandboxKind::kernel_cpu;
+}
+
+// The jail's report in a line for Environment::sandbox: what was applied, what was not.
+std::string sandbox_summary(const std::string& jail_report) {
+  if (jail_report.empty()) return "unknown: the child sent no jail report";
+  json report = json::parse(jail_report, nullptr, false);
+  std::string out;
+  for (const auto& layer : report.value("applied", json::array())) out += (out.empty() ? "" : ", ") + layer.get<std::string>();
+  std::string degraded;
+  for (const auto& why : report.value("degraded", json::array()))
+    degraded += (degraded.empty() ? "" : "; ") + why.get<std::string>();
+  return out + (degraded.empty() ? "" : "; not applied: " + degraded);
+}
+
 // Sets the verdict of a failed stage; returns false so the stage can `return fail(...)`.
 bool fail(CheckResult& result, Outcome outcome, std::string message) {
   result.outcome = outcome;
@@ -112,15 +139,20 @@ struct Trial {
   std::vector<int64_t> output_offsets;
 };
 
-// The memfd shared with sandbox children: [inputs of every trial | output slots].
+// The memfds shared with sandbox children, seen by this process as one range
+// [inputs of every trial | output slots]: inputs in a sealed memfd nobody can write
+// (a candidate cannot change what later candidates or the baselines read), outputs in a
+// writable one.
 struct Arena {
-  int fd = -1;
+  int input_fd = -1;
+  int output_fd = -1;
   uint8_t* base = nullptr;
   int64_t input_region = 0;
   int64_t total = 0;
   ~Arena() {
     if (base) munmap(base, static_cast<size_t>(total));
-    if (fd >= 0) close(fd);
+    if (input_fd >= 0) close(input_fd);
+    if (output_fd >= 0) close(output_fd);
   }
 };
 
@@ -238,21 +270,44 @@ bool Checker::Impl::build_arena(std::string& error) {
     cursor = align_up(cursor + static_cast<int64_t>(output.data.size()), 64);
   }
   arena.total = align_up(cursor, page);
-  arena.fd = memfd_create("kforge-arena", MFD_CLOEXEC);
-  if (arena.fd < 0 || ftruncate(arena.fd, arena.total) != 0) {
+  arena.input_fd = memfd_create("kforge-arena-inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  arena.output_fd = memfd_create("kforge-arena-outputs", MFD_CLOEXEC);
+  if (arena.input_fd < 0 || arena.output_fd < 0 || ftruncate(arena.input_fd, arena.input_region) != 0 ||
+      ftruncate(arena.output_fd, arena.total - arena.input_region) != 0) {
     error = std::string("memfd arena: ") + std::strerror(errno);
     return false;
   }
-  void* map = mmap(nullptr, static_cast<size_t>(arena.total), PROT_READ | PROT_WRITE, MAP_SHARED, arena.fd, 0);
-  if (map == MAP_FAILED) {
+  for (const auto& trial : trials)
+    for (size_t input_idx = 0; input_idx < trial.inputs.size(); ++input_idx) {
+      const auto& data = trial.inputs[input_idx].data;
+      for (size_t done = 0; done < data.size();) {
+        ssize_t n = pwrite(arena.input_fd, data.data() + done, data.size() - done,
+                           trial.input_offsets[input_idx] + static_cast<off_t>(done));
+        if (n <= 0) {
+          error = std::string("writing the arena: ") + std::strerror(errno);
+          return false;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
+  if (fcntl(arena.input_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    error = std::string("sealing the arena's inputs: ") + std::strerror(errno);
+    return false;
+  }
+  // One address range: inputs read-only at the start, outputs after them.
+  void* range = mmap(nullptr, static_cast<size_t>(arena.total), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (range == MAP_FAILED) {
     error = std::string("mmap arena: ") + std::strerror(errno);
     return false;
   }
-  arena.base = static_cast<uint8_t*>(map);
-  for (const auto& trial : trials)
-    for (size_t input_idx = 0; input_idx < trial.inputs.size(); ++input_idx)
-      std::memcpy(arena.base + trial.input_offsets[input_idx], trial.inputs[input_idx].data.data(),
-                  trial.inputs[input_idx].data.size());
+  arena.base = static_cast<uint8_t*>(range);
+  if (mmap(arena.base, static_cast<size_t>(arena.input_region), PROT_READ, MAP_SHARED | MAP_FIXED, arena.input_fd, 0) ==
+          MAP_FAILED ||
+      mmap(arena.base + arena.input_region, static_cast<size_t>(arena.total - arena.input_region),
+           PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, arena.output_fd, 0) == MAP_FAILED) {
+    error = std::string("mmap arena: ") + std::strerror(errno);
+    return false;
+  }
   return true;
 }
 
@@ -278,11 +333,13 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
     error = "unknown target '" + options.target + "' (opencl, cuda or triton)";
     return false;
   }
+  launch.kind = sandbox_kind_for(options);
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
   // Private writable memory (RLIMIT_DATA), not address space: CUDA reserves address space
   // for all device and host memory, and CUDA-enabled libtorch maps gigabytes of libraries.
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
-  launch.arena_fd = arena.fd;
+  launch.arena_inputs_fd = arena.input_fd;
+  launch.arena_outputs_fd = arena.output_fd;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
   if (!first || !first->await_ready(error)) return false;
@@ -308,6 +365,7 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
     environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) + " threads";
   }
   max_block = device.value("max_work_group", int64_t{1024});
+  environment.sandbox = sandbox_summary(first->jail_report());
   sandboxes->keep(std::move(first));
   return true;
 }
@@ -328,9 +386,11 @@ std::vector<std::string> Checker::Impl::runner_argv(const std::string& role, con
 bool Checker::Impl::start_gpu_reference(std::string& error) {
   SandboxLaunch launch;
   launch.argv = runner_argv("reference", "cuda");
+  launch.kind = SandboxKind::python;
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
-  launch.arena_fd = arena.fd;
+  launch.arena_inputs_fd = arena.input_fd;
+  launch.arena_outputs_fd = arena.output_fd;
   gpu_reference = SandboxChild::start(launch, error);
   if (!gpu_reference || !gpu_reference->await_ready(error)) {
     error = "the GPU reference runner did not start: " + error;

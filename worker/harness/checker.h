@@ -106,6 +106,7 @@ struct Environment {
   std::string triton_version, cuda_version;  //!< the GPU runners' (empty on CPU)
   std::string gpu_clocks;    //!< SM / memory clocks when the baselines were timed (nvidia-smi's view)
   double reference_max_abs_diff = 0;  //!< GPU: largest |GPU reference - CPU libtorch reference| over the trials
+  std::string sandbox;       //!< the candidate's sandbox layers, and any that could not be applied (and why)
 };
 
 //! Everything known about one candidate.

@@ -26,10 +26,11 @@ bool fail(CheckResult& result, Outcome outcome, std::string message) {
 }  // namespace
 
 std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, std::string& error) {
-  auto process = SandboxProcess::start(launch.argv, launch.limits, launch.arena_fd, error);
+  auto process = SandboxProcess::start_sandboxed(launch, error);
   if (!process) return nullptr;
   std::unique_ptr<SandboxChild> child(new SandboxChild());
   child->process_ = std::move(process);
+  child->launch_kind_ = sandbox_kind_name(launch.kind);
   return child;
 }
 
@@ -38,9 +39,11 @@ bool SandboxChild::await_ready(std::string& error) {
   std::string line;
   if (process_->read_line(line, clock_type::now() + std::chrono::seconds(120)) != ReadStatus::line) {
     process_->kill_now();
-    error = "kforge-sandbox did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500);
+    error = "the sandboxed child did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500) +
+            (process_->jail_report().empty() ? "" : " (jail: " + process_->jail_report() + ")");
     return false;
   }
+  log_jail_degradations(launch_kind_, process_->jail_report());
   try {
     auto ready = json::parse(line);
     if (!ready.value("ready", false)) {
