@@ -152,7 +152,9 @@ std::string CheckResult::to_json() const {
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
                       {"spare_wait", spare_wait_ms}, {"child", child_ms}};
-  return out.dump();
+  // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
+  // never an exception.
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
@@ -208,8 +210,9 @@ bool result_is_storable(const CheckResult& result) {
 }
 
 std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
-  // Bump the harness version when a change makes earlier verdicts or timings stale.
-  std::string fingerprint = "harness=3;target=" + options.target + ";trials=" + std::to_string(options.trials) +
+  // Bump the harness version when a change makes earlier verdicts or timings stale (4: issue 14's
+  // rules on the lexed text, unpublished shapes, 64 KiB guards).
+  std::string fingerprint = "harness=4;target=" + options.target + ";trials=" + std::to_string(options.trials) +
                             ";extra=" + std::to_string(options.check_extra_shapes) +
                             ";determinism=" + std::to_string(options.determinism) +
                             ";time=" + std::to_string(options.time) + ";build=" + options.build_options;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -164,6 +165,8 @@ class Checker {
 
  private:
   Checker();
+  // check()'s body (cache, store, run_check); check() wraps it so nothing escapes.
+  void check_into(const std::string& program_text, std::chrono::steady_clock::time_point started, CheckResult& result);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -62,7 +62,7 @@ bool SandboxChild::await_ready(std::string& error) {
 bool SandboxChild::exchange(const json& command, double timeout_s, const std::string& what, json& reply,
                             CheckResult& result) {
   SandboxProcess& proc = *process_;
-  if (!proc.write_all(command.dump() + "\n")) {
+  if (!proc.write_all(command.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) {
     proc.wait_exit(clock_type::now() + std::chrono::seconds(2));
     return fail(result, Outcome::runtime_error, what + ": the sandbox process died: " + proc.describe_exit());
   }
