@@ -1,4 +1,5 @@
 // cpprestsdk-backed client behind cli/client.h.
+// Tested through the real server by tests/cli/cli_test.cpp (ctest -R cli_test).
 #include "cli/client.h"
 
 #include <stdexcept>

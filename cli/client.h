@@ -1,5 +1,5 @@
 // HTTP client for the kforge CLI: base URL from KFORGE_URL, bearer token from
-// KFORGE_TOKEN. Built on cpprestsdk's http_client.
+// KFORGE_TOKEN. Built on cpprestsdk's http_client. Tested by ctest -R cli_test.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // kforge: command-line client for the REST API. KFORGE_URL (default
-// http://127.0.0.1:8080) and KFORGE_TOKEN configure it. `kforge --help` lists commands.
+// http://127.0.0.1:8080) and KFORGE_TOKEN configure it. `kforge --help` lists commands;
+// ctest -R cli_test runs them against a real server.
 //   kforge op submit op.json
 //   kforge generate --op op.json --wait
 #include <iostream>

@@ -3,8 +3,11 @@
 # NVIDIA's OpenCL platform, and where a source of the other targets is given (files
 # named <op>.cu / <op>.py in --programs), those too. Writes one row per (op, target) with
 # the outcome, message and speedups.
-# Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2]
+# With --jobs N, N checks run side by side: they compile and verify in parallel and take
+# turns to time (kforge-worker check --timing-lock), so timings are as if run alone.
+# Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2] [--jobs 4]
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -19,7 +22,8 @@ def run(cmd, timeout=600):
 
 
 def check(bin_dir, op_path, program_path, target, device, extra):
-    cmd = [f"{bin_dir}/kforge-worker", "check", op_path, program_path, "--device", device] + extra
+    cmd = [f"{bin_dir}/kforge-worker", "check", op_path, program_path, "--device", device,
+           "--timing-lock", os.path.abspath("var/gpu/timing.lock")] + extra
     if target != "opencl":
         cmd += ["--target", target]
     rc, out, err, seconds = run(cmd)
@@ -47,11 +51,12 @@ def main():
     parser.add_argument("--programs", default="", help="folder with OP.cu / OP.py sources for the cuda / triton targets")
     parser.add_argument("--schedule", default="0", help="teacher schedule index for opencl")
     parser.add_argument("--extra", default="--trials 3", help="extra kforge-worker check flags")
+    parser.add_argument("--jobs", type=int, default=1, help="checks side by side (they take turns to time)")
     args = parser.parse_args()
     wanted = {name for name in args.ops.split(",") if name}
     ops = sorted(glob.glob(f"{args.suite}/level{args.level}/*.json"))
-    rows = []
     os.makedirs("var/gpu/programs", exist_ok=True)
+    work = []  # (op, target, op_path, program path or None, error)
     for op_path in ops:
         name = os.path.basename(op_path)[:-5]
         if wanted and name not in wanted:
@@ -61,21 +66,37 @@ def main():
             path = f"var/gpu/programs/{name}.cl"
             with open(path, "w") as file:
                 file.write(program)
-            rows.append({"op": name, "target": "opencl", **check(args.bin, op_path, path, "opencl", "NVIDIA",
-                                                                   args.extra.split())})
+            work.append((name, "opencl", op_path, path, ""))
         else:
-            rows.append({"op": name, "target": "opencl", "outcome": "not_lowered", "message": err[-300:]})
+            work.append((name, "opencl", op_path, None, err[-300:]))
         for target, ext in (("cuda", "cu"), ("triton", "py")):
             path = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
             if path and os.path.exists(path):
-                rows.append({"op": name, "target": target, **check(args.bin, op_path, path, target, "cuda",
-                                                                     args.extra.split())})
-        row = rows[-1]
+                work.append((name, target, op_path, path, ""))
+
+    def one(item):
+        name, target, op_path, path, err = item
+        if path is None:
+            row = {"op": name, "target": target, "outcome": "not_lowered", "message": err}
+        else:
+            device = "NVIDIA" if target == "opencl" else "cuda"
+            row = {"op": name, "target": target, **check(args.bin, op_path, path, target, device, args.extra.split())}
         print(f"{row['op']:24s} {row['target']:7s} {row['outcome']:15s} eager x{row.get('speedup_vs_eager') or row.get('speedup') or 0:.2f} "
               f"compile x{row.get('speedup_vs_compile') or 0:.2f} {(row.get('message') or '')[:80]}", flush=True)
-    with open(args.out, "w") as file:
-        json.dump({"rows": rows, "command": "python3 bench/gpu/check_suite.py " + " ".join(
-            f"--{k} {v}" for k, v in vars(args).items() if v)}, file, indent=1)
+        return row
+
+    rows = []
+    command = "python3 bench/gpu/check_suite.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items() if v)
+
+    def save():  # after every row: a call cut off at its time limit keeps what it measured
+        with open(args.out, "w") as file:
+            json.dump({"rows": rows, "command": command}, file, indent=1)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for row in pool.map(one, work):
+            rows.append(row)
+            save()
+    save()
 
 
 if __name__ == "__main__":

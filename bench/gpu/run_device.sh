@@ -31,6 +31,14 @@ pack() {
   [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
 }
 trap pack EXIT
+# A device call is killed at its time limit, and then nothing comes back: every stage runs
+# under what is left of BUDGET_S (default 540 s), so the summary and the archive always do.
+deadline=$((SECONDS + ${BUDGET_S:-540}))
+bounded() {
+  local left=$((deadline - SECONDS - 25))
+  [ $left -gt 10 ] || { log "no time left for: $*"; return 124; }
+  timeout -k 5 "$left" "$@"
+}
 
 stage_build() {
   if [ ! -d "$deps" ]; then
@@ -57,7 +65,7 @@ stage_test() {
   local started=$SECONDS
   # The whole suite that this build has (no HTTP tests), against a throwaway PostgreSQL
   # from the bundle; gpu-labelled tests run for real here.
-  KFORGE_RUNNER_DEVICE=cuda scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
+  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
@@ -65,25 +73,25 @@ stage_test() {
 }
 
 stage_check() {
-  python3 bench/gpu/check_suite.py --bin build-gpu/bin --out "$OUT/check.json" ${CHECK_ARGS:-} 2>&1 | tee "$OUT/check.log" | tail -40
+  bounded python3 bench/gpu/check_suite.py --bin build-gpu/bin --out "$OUT/check.json" ${CHECK_ARGS:-} 2>&1 | tee "$OUT/check.log" | tail -40
 }
 
 stage_timing() {
-  python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
+  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
 stage_e2e() {
-  bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
+  bounded bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
     "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
 }
 
 stage_adversarial() {
-  python3 bench/gpu/adversarial.py --bin build-gpu/bin --out "$OUT/adversarial.json" 2>&1 | tee "$OUT/adversarial.log" | tail -40
+  bounded python3 bench/gpu/adversarial.py --bin build-gpu/bin --out "$OUT/adversarial.json" 2>&1 | tee "$OUT/adversarial.log" | tail -40
 }
 
 stage_harness() {
-  python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
+  bounded python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
 }
 
 # Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
@@ -109,7 +117,8 @@ stage_summarize() {
 [ $# -gt 0 ] || set -- build test
 for stage in "$@"; do
   case "$stage" in
-    build|test|check|timing|e2e|adversarial|harness|diag|summarize) "stage_$stage" || { log "stage $stage failed"; exit 1; } ;;
+    build) stage_build || { log "stage build failed"; exit 1; } ;;
+    test|check|timing|e2e|adversarial|harness|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -4,6 +4,7 @@
 #include "worker/harness/check_command.h"
 
 #include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -23,13 +24,14 @@ namespace {
 
 const char* kUsage =
     "usage: kforge-worker check OP.json PROGRAM... [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
-    "                           [--no-time] [--time-budget S] [--no-compile-baseline]\n"
+    "                           [--no-time] [--time-budget S] [--no-compile-baseline] [--timing-lock FILE]\n"
     "  Several programs are checked in order by one Checker (one JSON line each; exit 0 if all correct).\n"
     "  Checks one kernel program (docs/kernel-format.md: .cl, .cu or a Triton .py) against an op\n"
     "  (docs/harness.md) and prints the result as JSON. On a GPU (cuda, triton, or opencl --device gpu)\n"
     "  it is timed against PyTorch CUDA eager and torch.compile. Exit status: 0 correct, 1 another\n"
     "  outcome, 2 bad usage or a bad op.\n"
-    "  the result as JSON. Exit status: 0 correct, 1 another outcome, 2 bad usage or a bad op.\n"
+    "  --timing-lock FILE: checks run side by side on one device take turns to time (flock on FILE;\n"
+    "  default $KFORGE_GPU_TIMING_LOCK), so they can compile and verify in parallel.\n"
     "  The secret seed comes from KFORGE_SECRET_SEED (never from the command line).\n";
 
 bool read_file(const std::string& path, std::string& text) {
@@ -49,6 +51,7 @@ int check_command(int argc, char** argv) {
     std::string target = "opencl";
     std::string device;
     bool compile_baseline = true;
+    std::string timing_lock = std::getenv("KFORGE_GPU_TIMING_LOCK") ? std::getenv("KFORGE_GPU_TIMING_LOCK") : "";
     int trials = 5;
     bool time = true;
     double time_budget_s = 1.0;
@@ -69,6 +72,8 @@ int check_command(int argc, char** argv) {
         options.target = value();
         if (options.target != "opencl" && options.target != "cuda" && options.target != "triton")
           throw std::invalid_argument("is '" + options.target + "'; use opencl, cuda or triton");
+      } else if (arg == "--timing-lock") {
+        options.timing_lock = value();
       } else if (arg == "--no-compile-baseline") {
         options.compile_baseline = false;
       } else if (arg == "--trials") {
@@ -117,6 +122,7 @@ int check_command(int argc, char** argv) {
   check_options.target = options.target;
   check_options.device = options.device;
   check_options.compile_baseline = options.compile_baseline;
+  check_options.timing_lock = options.timing_lock;
   check_options.trials = options.trials;
   check_options.time = options.time;
   check_options.time_budget_s = options.time_budget_s;

@@ -8,11 +8,13 @@
 #include "worker/harness/checker.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +58,27 @@ int64_t sandbox_memory_limit(int64_t configured) {
   int64_t ram = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : configured;
   return std::min(configured, ram / 4 * 3);
 }
+
+// Held while a measurement runs when CheckOptions::timing_lock names a file: checks side by
+// side on one device (bench/gpu/check_suite.py --jobs) compile and verify in parallel but
+// take turns to time. No file, or one that cannot be opened: no lock.
+class TimingLock {
+ public:
+  explicit TimingLock(const std::string& path) {
+    if (path.empty()) return;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~TimingLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  TimingLock(const TimingLock&) = delete;
+  TimingLock& operator=(const TimingLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 std::string describe_shapes(const ShapeSet& shapes) {
   std::string out;
@@ -812,7 +835,10 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   // Warm-up (at most half a window) plus up to `attempts` windows, with slack for slow runs.
   double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
   json reply;
-  if (!child.exchange(time_command, time_limit_s, "timing", reply, result)) return;
+  {
+    TimingLock lock(options.timing_lock);
+    if (!child.exchange(time_command, time_limit_s, "timing", reply, result)) return;
+  }
   if (!reply.value("ok", false)) {
     reply_failed(reply, "timing", result);
     return;
@@ -824,6 +850,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   if (gpu) {
     if (!time_gpu_baselines(result)) return;
   } else {
+    TimingLock lock(options.timing_lock);
     result.baseline = time_baseline();
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
@@ -870,10 +897,22 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
       command["sets"] = sets;
       CheckResult scratch;
       json reply;
-      // torch.compile's first call compiles (seconds to a minute); it is never timed.
+      // torch.compile's first call compiles (seconds to a minute), outside the timing lock.
+      bool ready = true;
+      if (compile) {
+        json warm = runner_io(timing_trials().front(), trials[timing_trials().front()].output_offsets);
+        warm["cmd"] = "run";
+        warm["mode"] = mode;
+        ready = gpu_reference->exchange(warm, 300 + options.trial_timeout_s, "compiling PyTorch compile", reply, scratch) &&
+                reply.value("ok", false);
+      }
       double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
-      if (!gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) ||
-          !reply.value("ok", false)) {
+      if (ready) {
+        TimingLock lock(options.timing_lock);
+        ready = gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&
+                reply.value("ok", false);
+      }
+      if (!ready) {
         std::string why = scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message;
         if (compile) {  // the compile baseline is a bonus: say why it is missing, keep the verdict
           environment.baseline += "; torch.compile failed: " + why.substr(0, 300);

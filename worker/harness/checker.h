@@ -64,6 +64,7 @@ struct CheckOptions {
   std::string python;                //!< the runner's interpreter (torch + triton); default $KFORGE_PYTHON, else python3
   std::string runner_script;         //!< default: runner/kforge_runner.py next to this executable
   bool compile_baseline = true;      //!< on a GPU, also time torch.compile (default mode) of the op
+  std::string timing_lock;       //!< a file to flock while timing, so Checkers side by side never time at once
 };
 
 //! Where and how outputs first differed.

@@ -1,5 +1,5 @@
 // SFT dataset builder; see dataset.h. Only ops the caller passes are used: the CLI
-// passes the train split, so held-out ops never reach the SFT corpus.
+// passes the train split, so held-out ops never reach the SFT corpus. Tested by ctest -R train_test.
 #include "worker/train/dataset.h"
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,5 @@
-// Evaluation runner; see evaluate.h. Tested by tests/worker/train/evaluate_test.cpp.
+// Evaluation runner; see evaluate.h.
+// Tested by tests/worker/train/evaluate_test.cpp (ctest -R train_test).
 #include "worker/train/evaluate.h"
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // ModelPolicy adapter and kforge-tiny bootstrap; see model_policy.h.
-// Tested by tests/worker/train/model_policy_test.cpp (CPU, tiny shapes).
+// Tested by tests/worker/train/model_training_test.cpp (ctest -R train_model_test; CPU, tiny shapes).
 #include "worker/train/model_policy.h"
 
 #include <ATen/ATen.h>

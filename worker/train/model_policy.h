@@ -1,6 +1,7 @@
 // The real policy for the trainers: a worker/policy Model plus its tokenizer behind
 // the TrainablePolicy interface (sample_group, score_completions, HF save/load),
 // and the kforge-tiny bootstrap (BPE on the corpus + random Qwen2-shape model).
+// Tested by ctest -R train_model_test.
 #pragma once
 
 #include <memory>

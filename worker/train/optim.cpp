@@ -1,5 +1,6 @@
 // AdamW + warm-up/cosine schedule + clipping + accumulation; see optim.h.
 // The only translation unit of kforge_train that includes torch::optim.
+// Tested by tests/worker/train/optim_test.cpp (ctest -R train_test).
 #include "worker/train/optim.h"
 
 #include <torch/optim/adamw.h>

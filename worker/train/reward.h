@@ -1,4 +1,4 @@
-// Reward of one checked kernel candidate (../shared/DESIGN.md "Reward"): 0 for
+// Reward of one checked kernel candidate (docs/training.md): 0 for
 // format errors and rule violations, partial credit for compiling and running,
 // 1 for correct plus a capped speed bonus. Tested by tests/worker/train/reward_test.cpp
 // (ctest -R train_test).

@@ -1,4 +1,5 @@
-// Completion-only SFT loss; see sft_loss.h. Tested by tests/worker/train/sft_loss_test.cpp.
+// Completion-only SFT loss; see sft_loss.h.
+// Tested by tests/worker/train/sft_loss_test.cpp (ctest -R train_test).
 #include "worker/train/sft_loss.h"
 
 #include <ATen/ATen.h>

@@ -1,6 +1,7 @@
 // The built-in op suite as training/evaluation tasks: loads suite/level*/*.json,
 // filters by split, renders prompts, and checks completions with the real harness
 // (a pool of harness::Checker per op, so samples are checked in parallel).
+// Tested by ctest -R train_harness_test.
 #pragma once
 
 #include <map>

@@ -2,6 +2,14 @@
 // row softmax, tiled matmul, two-launch reduction with scratch), timing and the
 // result cache, the outcome ladder's early stages. Adversarial candidates live in
 // adversarial_test.cpp. Run: ctest -R harness_checker.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +41,34 @@ TEST(Checker, ElementwiseSiluMulIsCorrectAndTimed) {
   EXPECT_EQ(json["outcome"], "correct");
   EXPECT_TRUE(json.contains("speedup"));
   EXPECT_TRUE(json["environment"].contains("opencl_c_version"));
+}
+
+// Checks side by side take turns to time: while another holder has the timing lock, a
+// correct candidate verifies but its timing waits for the lock (the check alone takes
+// about a second here).
+TEST(Checker, TimingWaitsForTheTimingLock) {
+  REQUIRE_OPENCL();
+  char path[] = "/tmp/kforge_timing_lock_XXXXXX";
+  int fd = ::mkostemp(path, O_CLOEXEC);  // not inherited: a sandbox child would hold the lock
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  CheckOptions options = fast_options();
+  options.time = true;
+  options.timing_lock = path;
+  const auto held = std::chrono::seconds(5);
+  const auto started = std::chrono::steady_clock::now();
+  std::thread release([&] {
+    std::this_thread::sleep_for(held);
+    ::close(fd);
+  });
+  auto result = check_candidate(silu_mul_op(), kSiluMulKernel, options);
+  const auto wall = std::chrono::steady_clock::now() - started;
+  release.join();
+  std::remove(path);
+  ASSERT_EQ(result.outcome, Outcome::correct) << result.message;
+  ASSERT_TRUE(result.kernel);
+  EXPECT_GE(wall, held) << "the check finished while another process held the timing lock";
+  EXPECT_GT(result.time_ms, 0);
 }
 
 TEST(Checker, RowSoftmaxIsCorrect) {
