@@ -402,6 +402,7 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
   launch.arena_inputs_fd = arena.input_fd;
   launch.arena_outputs_fd = arena.output_fd;
+  launch.stop_requested = options.stop_requested;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
   if (!first || !first->await_ready(error)) return false;

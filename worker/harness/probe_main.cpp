@@ -1,8 +1,9 @@
 // kforge-probe: the child side of the probe. Reads {"op", "shapes", "seed"} JSON on
-// stdin, compiles and runs the reference once, writes one JSON line on the reply pipe
-// ($KFORGE_REPLY_FD; run by hand: stdout). Started by probe_op() through kforge-jail;
-// once libtorch is loaded it narrows seccomp to no exec and no fork before the op's code
-// is compiled. By hand: echo '{...}' | kforge-probe. Test: ctest -R harness_probe.
+// stdin, compiles and runs the reference once (plus, when those shapes are not the
+// declared ones, a meta-device pass for the declared outputs), writes one JSON line on the
+// reply pipe ($KFORGE_REPLY_FD; run by hand: stdout). Started by probe_op() through
+// kforge-jail; once libtorch is loaded it narrows seccomp to no exec and no fork before the
+// op's code is compiled. By hand: echo '{...}' | kforge-probe. Test: ctest -R harness_probe.
 #include <fcntl.h>
 #include <unistd.h>
 #include <signal.h>
@@ -28,9 +29,11 @@ int reply_fd() {
   return fd >= 0 && fcntl(fd, F_GETFD) != -1 ? fd : STDOUT_FILENO;
 }
 
-int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr) {
+int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr,
+          const nlohmann::json& declared = nullptr) {
   nlohmann::json out{{"status", status}, {"message", message}};
   if (!outputs.is_null()) out["outputs"] = outputs;
+  if (!declared.is_null()) out["declared"] = declared;
   // Replace, never throw: a message may carry bytes of the op's source.
   std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   for (size_t written = 0; written < line.size();) {
@@ -39,6 +42,12 @@ int reply(const std::string& status, const std::string& message, const nlohmann:
     written += static_cast<size_t>(n);
   }
   return 0;
+}
+
+nlohmann::json outputs_json(const std::vector<HostTensor>& outputs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& output : outputs) out.push_back({{"shape", output.shape}, {"dtype", dtype_name(output.dtype)}});
+  return out;
 }
 
 }  // namespace
@@ -66,10 +75,15 @@ int probe_main() {
   auto inputs = make_inputs(parsed.spec, shapes, request.value("seed", uint64_t{0}));
   auto run = reference->run(inputs);
   if (!run.error.empty()) return reply(run.out_of_memory ? "out_of_memory" : "runtime_error", run.error);
-  nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& output : run.outputs)
-    outputs.push_back({{"shape", output.shape}, {"dtype", dtype_name(output.dtype)}});
-  return reply("ok", "", outputs);
+  // Ran on other shapes than the declared ones (scaled down, or an extra set): the
+  // declared shapes' outputs come from the meta device, which computes nothing.
+  nlohmann::json declared = nullptr;
+  if (shapes != parsed.spec.main_shapes()) {
+    auto meta = reference->output_shapes(parsed.spec, parsed.spec.main_shapes());
+    declared = meta.error.empty() ? nlohmann::json{{"outputs", outputs_json(meta.outputs)}}
+                                  : nlohmann::json{{"error", meta.error}};
+  }
+  return reply("ok", "", outputs_json(run.outputs), declared);
 }
 
 int main() {

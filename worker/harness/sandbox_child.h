@@ -5,6 +5,7 @@
 // Test: ctest -R 'harness_(checker|adversarial|sandbox)'.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@ namespace kforge::harness {
 //! How a Checker starts its children: kforge-sandbox (opencl, cuda) or the Python runner
 //! (triton candidates; the GPU reference and baselines), all speaking the same protocol,
 //! each through kforge-jail with its kind's policy (sandbox_policy.h).
-using SandboxLaunch = SandboxSpawn;
+struct SandboxLaunch : SandboxSpawn {
+  std::function<bool()> stop_requested;  //!< CheckOptions::stop_requested: polled while a child works
+};
 
 //! One started kforge-sandbox process.
 class SandboxChild {
@@ -37,7 +40,8 @@ class SandboxChild {
 
   //! Sends `command` and waits up to `timeout_s` for its reply line. A child that died,
   //! stayed silent or sent garbage sets result's outcome and message (`what` names the
-  //! step) and returns false. The wait is added to result.child_ms.
+  //! step) and returns false; so does a stop request (killed, outcome timeout "stopped").
+  //! The wait is added to result.child_ms.
   bool exchange(const nlohmann::json& command, double timeout_s, const std::string& what, nlohmann::json& reply,
                 CheckResult& result);
   //! Asks the child to exit (it is killed on destruction anyway).
@@ -46,6 +50,7 @@ class SandboxChild {
  private:
   std::unique_ptr<SandboxProcess> process_;
   std::string launch_kind_;
+  std::function<bool()> stop_requested_;
   bool ready_ = false;
   nlohmann::json device_;
 };

@@ -1,6 +1,6 @@
 // The `generate` job runner behind worker/jobs/generate.h. The checking loop is
 // the product's core path: every candidate, whatever its outcome, becomes a
-// candidates row before the next one is checked, so a crash loses nothing done.
+// candidates row before the next one is checked (once per attempt: CandidateWriter).
 // Test: ctest -R jobs_generate_test.
 #include "worker/jobs/generate.h"
 #include "worker/jobs/generate_answer.h"
@@ -18,6 +18,7 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
+#include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
@@ -111,9 +112,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.target = args.target;
   // opencl runs on the job's device (cpu: PoCL, gpu: NVIDIA's platform); cuda and triton on CUDA device 0.
   options.device = args.target == "opencl" ? spec::resolved_device(args) : "";
-  options.result_store = make_db_result_store(*conn);  // identical candidates are checked once across jobs
+  options.result_store = make_db_result_store(database_url);  // identical candidates are checked once across jobs
+  options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
+  // This attempt's candidates replace an earlier attempt's (a retry shows one set).
+  CandidateWriter writer(database_url, ctx);
+  if (!writer.begin()) return worker::JobOutcome::fail("stopped before the first candidate (lease lost or stopping)");
 
   std::map<std::string, int> by_outcome;
   std::optional<db::CandidateRecord> best;
@@ -129,8 +134,11 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       break;
     }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
+    if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
     auto record = candidate_record(ctx, args, static_cast<int>(sample_idx), programs[sample_idx], result);
-    int64_t id = db::candidate_insert(*conn, record);
+    auto written = writer.write(record);
+    if (!written) return worker::JobOutcome::fail("stopped before storing candidate " + std::to_string(sample_idx));
+    int64_t id = *written;
     ++checked;
     ++by_outcome[record.outcome];
     if (record.speedup) {
