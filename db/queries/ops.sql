@@ -53,11 +53,13 @@ SELECT id, job_id, op_id, coalesce(model_id, 0), sample_idx, target, device, sou
 FROM candidates WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3;
 
 -- name: candidate_best_for_job
+-- The answer of a generation: the fastest unflagged correct kernel; when every correct one
+-- is flagged, the fastest flagged one (its flag and message say why: issue 14).
 SELECT id, job_id, op_id, coalesce(model_id, 0), sample_idx, target, device, source, outcome, message,
        reward, kernel_ms, baseline_ms, speedup, flagged, details::text,
        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-FROM candidates WHERE job_id = $1 AND outcome = 'correct' AND NOT flagged
-ORDER BY speedup DESC NULLS LAST, id LIMIT 1;
+FROM candidates WHERE job_id = $1 AND outcome = 'correct'
+ORDER BY flagged, speedup DESC NULLS LAST, id LIMIT 1;
 
 -- name: candidate_counts_for_job
 SELECT outcome, count(*) FROM candidates WHERE job_id = $1 GROUP BY outcome;

@@ -31,7 +31,8 @@ json environment_to_json(const Environment& environment) {
           {"triton_version", environment.triton_version},
           {"cuda_version", environment.cuda_version},
           {"gpu_clocks", environment.gpu_clocks},
-          {"reference_max_abs_diff", environment.reference_max_abs_diff}};
+          {"reference_max_abs_diff", environment.reference_max_abs_diff},
+          {"sandbox", environment.sandbox}};
 }
 
 Environment environment_from_json(const json& e) {
@@ -53,6 +54,7 @@ Environment environment_from_json(const json& e) {
   environment.cuda_version = e.value("cuda_version", "");
   environment.gpu_clocks = e.value("gpu_clocks", "");
   environment.reference_max_abs_diff = e.value("reference_max_abs_diff", 0.0);
+  environment.sandbox = e.value("sandbox", "");
   return environment;
 }
 
@@ -150,7 +152,9 @@ std::string CheckResult::to_json() const {
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
                       {"spare_wait", spare_wait_ms}, {"child", child_ms}};
-  return out.dump();
+  // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
+  // never an exception.
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
@@ -206,8 +210,9 @@ bool result_is_storable(const CheckResult& result) {
 }
 
 std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
-  // Bump the harness version when a change makes earlier verdicts or timings stale.
-  std::string fingerprint = "harness=3;target=" + options.target + ";trials=" + std::to_string(options.trials) +
+  // Bump the harness version when a change makes earlier verdicts or timings stale (4: issue 14's
+  // rules on the lexed text, unpublished shapes, 64 KiB guards).
+  std::string fingerprint = "harness=4;target=" + options.target + ";trials=" + std::to_string(options.trials) +
                             ";extra=" + std::to_string(options.check_extra_shapes) +
                             ";determinism=" + std::to_string(options.determinism) +
                             ";time=" + std::to_string(options.time) + ";build=" + options.build_options;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -30,6 +31,7 @@
 #include "worker/harness/reference.h"
 #include "worker/harness/rules.h"
 #include "worker/harness/sandbox_child.h"
+#include "worker/harness/sandbox_policy.h"
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
@@ -113,6 +115,30 @@ std::string compile_log_excerpt(const std::string& log) {
   return out;
 }
 
+// Which sandbox policy a candidate's child gets: the Python runner, or kforge-sandbox on
+// the CPU (PoCL) or on a GPU (CUDA; OpenCL when the device names a GPU).
+SandboxKind sandbox_kind_for(const CheckOptions& options) {
+  if (options.target == "triton") return SandboxKind::python;
+  if (options.target == "cuda") return SandboxKind::kernel_gpu;
+  std::string device = options.device;
+  std::transform(device.begin(), device.end(), device.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* word : {"gpu", "nvidia", "cuda", "tesla", "geforce"})
+    if (device.find(word) != std::string::npos) return SandboxKind::kernel_gpu;
+  return SandboxKind::kernel_cpu;
+}
+
+// The jail's report in a line for Environment::sandbox: what was applied, what was not.
+std::string sandbox_summary(const std::string& jail_report) {
+  if (jail_report.empty()) return "unknown: the child sent no jail report";
+  json report = json::parse(jail_report, nullptr, false);
+  std::string out;
+  for (const auto& layer : report.value("applied", json::array())) out += (out.empty() ? "" : ", ") + layer.get<std::string>();
+  std::string degraded;
+  for (const auto& why : report.value("degraded", json::array()))
+    degraded += (degraded.empty() ? "" : "; ") + why.get<std::string>();
+  return out + (degraded.empty() ? "" : "; not applied: " + degraded);
+}
+
 // Sets the verdict of a failed stage; returns false so the stage can `return fail(...)`.
 bool fail(CheckResult& result, Outcome outcome, std::string message) {
   result.outcome = outcome;
@@ -134,17 +160,45 @@ struct Trial {
   std::vector<HostTensor> expected;
   std::vector<int64_t> input_offsets;
   std::vector<int64_t> output_offsets;
+  bool optional = false;  // dropped when the reference refuses its shapes (the unpublished set)
 };
 
-// The memfd shared with sandbox children: [inputs of every trial | output slots].
+// Unpublished shapes for one Checker, from `seed`: every size of the main shapes above 2
+// becomes an odd size in [size/2, size) (sizes that were equal stay equal, so matmul's
+// inner dimensions still agree). A kernel honest only for the published shapes fails it.
+ShapeSet unpublished_shapes(const ShapeSet& main, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::map<int64_t, int64_t> mapped;
+  ShapeSet out = main;
+  for (auto& [name, shape] : out)
+    for (auto& size : shape) {
+      if (size <= 2) continue;
+      auto found = mapped.find(size);
+      if (found == mapped.end()) {
+        int64_t low = (size + 1) / 2, high = size - 1;
+        int64_t pick = low + static_cast<int64_t>(rng() % static_cast<uint64_t>(high - low + 1));
+        if (pick % 2 == 0) pick = pick + 1 <= high ? pick + 1 : pick - 1;
+        found = mapped.emplace(size, std::max<int64_t>(pick, 1)).first;
+      }
+      size = found->second;
+    }
+  return out;
+}
+
+// The memfds shared with sandbox children, seen by this process as one range
+// [inputs of every trial | output slots]: inputs in a sealed memfd nobody can write
+// (a candidate cannot change what later candidates or the baselines read), outputs in a
+// writable one.
 struct Arena {
-  int fd = -1;
+  int input_fd = -1;
+  int output_fd = -1;
   uint8_t* base = nullptr;
   int64_t input_region = 0;
   int64_t total = 0;
   ~Arena() {
     if (base) munmap(base, static_cast<size_t>(total));
-    if (fd >= 0) close(fd);
+    if (input_fd >= 0) close(input_fd);
+    if (output_fd >= 0) close(output_fd);
   }
 };
 
@@ -222,11 +276,26 @@ void Checker::Impl::make_trials(uint64_t fresh, uint64_t secret) {
   for (size_t set_idx = 0; set_idx < spec.extra_shapes.size(); ++set_idx)
     trials.push_back({"extra shapes " + std::to_string(set_idx + 1), false, spec.extra_shapes[set_idx],
                       make_inputs(spec, spec.extra_shapes[set_idx], fresh ^ (0xABCDEFull + set_idx)), {}, {}, {}});
+  // Shapes nobody published, drawn per Checker from the secret and fresh seeds.
+  ShapeSet hidden = unpublished_shapes(main, secret ^ fresh ^ 0x5EC12E7ull);
+  if (hidden != main) {
+    Trial trial{"unpublished shapes", false, hidden, make_inputs(spec, hidden, fresh ^ 0x0DD5EEDull), {}, {}, {}};
+    trial.optional = true;
+    trials.push_back(std::move(trial));
+  }
 }
 
 bool Checker::Impl::run_reference(std::string& error) {
-  for (auto& trial : trials) {
+  for (size_t trial_idx = 0; trial_idx < trials.size();) {
+    Trial& trial = trials[trial_idx];
     auto run = reference->run(trial.inputs);
+    bool refused = !run.error.empty() || run.outputs.size() != (trial_idx == 0 ? run.outputs.size()
+                                                                                : trials[0].expected.size());
+    if (refused && trial.optional) {
+      // An op written for its own shapes only (a view to a fixed size) refuses the unpublished set.
+      trials.erase(trials.begin() + static_cast<std::ptrdiff_t>(trial_idx));
+      continue;
+    }
     if (!run.error.empty()) {
       error = "the op's reference fails on shapes " + describe_shapes(trial.shapes) + ": " + run.error;
       return false;
@@ -236,6 +305,7 @@ bool Checker::Impl::run_reference(std::string& error) {
       error = "the op's reference returns a different number of outputs for shapes " + describe_shapes(trial.shapes);
       return false;
     }
+    ++trial_idx;
   }
   weak = std::all_of(trials[0].expected.begin(), trials[0].expected.end(),
                      [](const HostTensor& t) { return near_constant(t); });
@@ -262,21 +332,44 @@ bool Checker::Impl::build_arena(std::string& error) {
     cursor = align_up(cursor + static_cast<int64_t>(output.data.size()), 64);
   }
   arena.total = align_up(cursor, page);
-  arena.fd = memfd_create("kforge-arena", MFD_CLOEXEC);
-  if (arena.fd < 0 || ftruncate(arena.fd, arena.total) != 0) {
+  arena.input_fd = memfd_create("kforge-arena-inputs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  arena.output_fd = memfd_create("kforge-arena-outputs", MFD_CLOEXEC);
+  if (arena.input_fd < 0 || arena.output_fd < 0 || ftruncate(arena.input_fd, arena.input_region) != 0 ||
+      ftruncate(arena.output_fd, arena.total - arena.input_region) != 0) {
     error = std::string("memfd arena: ") + std::strerror(errno);
     return false;
   }
-  void* map = mmap(nullptr, static_cast<size_t>(arena.total), PROT_READ | PROT_WRITE, MAP_SHARED, arena.fd, 0);
-  if (map == MAP_FAILED) {
+  for (const auto& trial : trials)
+    for (size_t input_idx = 0; input_idx < trial.inputs.size(); ++input_idx) {
+      const auto& data = trial.inputs[input_idx].data;
+      for (size_t done = 0; done < data.size();) {
+        ssize_t n = pwrite(arena.input_fd, data.data() + done, data.size() - done,
+                           trial.input_offsets[input_idx] + static_cast<off_t>(done));
+        if (n <= 0) {
+          error = std::string("writing the arena: ") + std::strerror(errno);
+          return false;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
+  if (fcntl(arena.input_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    error = std::string("sealing the arena's inputs: ") + std::strerror(errno);
+    return false;
+  }
+  // One address range: inputs read-only at the start, outputs after them.
+  void* range = mmap(nullptr, static_cast<size_t>(arena.total), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (range == MAP_FAILED) {
     error = std::string("mmap arena: ") + std::strerror(errno);
     return false;
   }
-  arena.base = static_cast<uint8_t*>(map);
-  for (const auto& trial : trials)
-    for (size_t input_idx = 0; input_idx < trial.inputs.size(); ++input_idx)
-      std::memcpy(arena.base + trial.input_offsets[input_idx], trial.inputs[input_idx].data.data(),
-                  trial.inputs[input_idx].data.size());
+  arena.base = static_cast<uint8_t*>(range);
+  if (mmap(arena.base, static_cast<size_t>(arena.input_region), PROT_READ, MAP_SHARED | MAP_FIXED, arena.input_fd, 0) ==
+          MAP_FAILED ||
+      mmap(arena.base + arena.input_region, static_cast<size_t>(arena.total - arena.input_region),
+           PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, arena.output_fd, 0) == MAP_FAILED) {
+    error = std::string("mmap arena: ") + std::strerror(errno);
+    return false;
+  }
   return true;
 }
 
@@ -302,11 +395,13 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
     error = "unknown target '" + options.target + "' (opencl, cuda or triton)";
     return false;
   }
+  launch.kind = sandbox_kind_for(options);
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
   // Private writable memory (RLIMIT_DATA), not address space: CUDA reserves address space
   // for all device and host memory, and CUDA-enabled libtorch maps gigabytes of libraries.
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
-  launch.arena_fd = arena.fd;
+  launch.arena_inputs_fd = arena.input_fd;
+  launch.arena_outputs_fd = arena.output_fd;
   launch.stop_requested = options.stop_requested;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
@@ -333,6 +428,7 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
     environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) + " threads";
   }
   max_block = device.value("max_work_group", int64_t{1024});
+  environment.sandbox = sandbox_summary(first->jail_report());
   sandboxes->keep(std::move(first));
   return true;
 }
@@ -353,9 +449,11 @@ std::vector<std::string> Checker::Impl::runner_argv(const std::string& role, con
 bool Checker::Impl::start_gpu_reference(std::string& error) {
   SandboxLaunch launch;
   launch.argv = runner_argv("reference", "cuda");
+  launch.kind = SandboxKind::python;
   launch.limits.cpu_seconds = options.sandbox_cpu_s;
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
-  launch.arena_fd = arena.fd;
+  launch.arena_inputs_fd = arena.input_fd;
+  launch.arena_outputs_fd = arena.output_fd;
   gpu_reference = SandboxChild::start(launch, error);
   if (!gpu_reference || !gpu_reference->await_ready(error)) {
     error = "the GPU reference runner did not start: " + error;
@@ -442,8 +540,23 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
 // ------------------------------------------------------------- one check
 
 CheckResult Checker::check(const std::string& program_text) {
+  // Never throws, whatever the bytes: a broken invariant (or a failing result store) is a
+  // runtime_error result with the reason.
   auto started = clock_type::now();
   CheckResult result;
+  try {
+    check_into(program_text, started, result);
+  } catch (const std::exception& e) {
+    result.outcome = Outcome::runtime_error;
+    result.message = std::string("harness error: ") + e.what();
+  } catch (...) {
+    result.outcome = Outcome::runtime_error;
+    result.message = "harness error: an unknown exception";
+  }
+  return result;
+}
+
+void Checker::check_into(const std::string& program_text, clock_type::time_point started, CheckResult& result) {
   result.program_hash = sha256_hex(program_text);
   result.cache_key = impl_->op_hash.substr(0, 16) + ":" + result.program_hash + ":" + impl_->environment.device;
   auto serve_cached = [&](CheckResult cached) {
@@ -452,7 +565,7 @@ CheckResult Checker::check(const std::string& program_text) {
     cached.overhead_ms = cached.total_ms;
     cached.compile_ms = cached.run_ms = cached.time_ms = 0;
     cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = 0;
-    return cached;
+    result = std::move(cached);
   };
   const auto& store = impl_->options.result_store;
   if (impl_->options.cache) {
@@ -484,10 +597,14 @@ CheckResult Checker::check(const std::string& program_text) {
   result.overhead_ms = std::max(0.0, result.total_ms - result.compile_ms - result.run_ms - result.time_ms);
   if (impl_->options.cache) {
     impl_->cache[result.program_hash] = result;
-    if (store && result_is_storable(result))
-      store->save(result_store_key(result, impl_->options), result);
+    if (store && result_is_storable(result)) {
+      try {
+        store->save(result_store_key(result, impl_->options), result);
+      } catch (const std::exception&) {
+        // A store that fails to save costs a later cache miss, never this verdict.
+      }
+    }
   }
-  return result;
 }
 
 void Checker::Impl::run_check(const std::string& program_text, CheckResult& result) {

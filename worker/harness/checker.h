@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +112,7 @@ struct Environment {
   std::string triton_version, cuda_version;  //!< the GPU runners' (empty on CPU)
   std::string gpu_clocks;    //!< SM / memory clocks when the baselines were timed (nvidia-smi's view)
   double reference_max_abs_diff = 0;  //!< GPU: largest |GPU reference - CPU libtorch reference| over the trials
+  std::string sandbox;       //!< the candidate's sandbox layers, and any that could not be applied (and why)
 };
 
 //! Everything known about one candidate.
@@ -168,6 +170,8 @@ class Checker {
 
  private:
   Checker();
+  // check()'s body (cache, store, run_check); check() wraps it so nothing escapes.
+  void check_into(const std::string& program_text, std::chrono::steady_clock::time_point started, CheckResult& result);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

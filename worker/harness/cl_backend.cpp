@@ -12,8 +12,10 @@ namespace kforge::harness {
 namespace {
 
 constexpr uint8_t kCanary = 0xC3;
+constexpr int64_t kGuardBytes = int64_t{64} << 10;  // PROT_NONE on each side of a CPU buffer
 constexpr int64_t kAlignment = 128;       // PoCL uses a host pointer in place when it is this aligned
 constexpr int64_t kCanaryBytes = 4096;    // canary region after the data on non-CPU devices
+int64_t guard_bytes() { return std::max<int64_t>(sysconf(_SC_PAGESIZE), kGuardBytes); }
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -98,12 +100,15 @@ GuardedBuffer::GuardedBuffer(cl_context context, int64_t bytes, bool use_guard_p
     : bytes_(bytes), guarded_(use_guard_pages) {
   cl_int status = CL_SUCCESS;
   if (guarded_) {
-    // [guard page][front slack | data (128-aligned) | back slack][guard page]: data ends
-    // within 128 bytes of the trailing guard, so reading or writing past it faults.
+    // [guard][front slack | data (128-aligned) | back slack][guard]: data ends within 128
+    // bytes of the trailing guard, so reading or writing past it faults. Each guard is
+    // 64 KiB of PROT_NONE (address space only, MAP_NORESERVE): a write a few KB past the
+    // end (a row too far) faults instead of landing in a malloc arena.
     const int64_t page = sysconf(_SC_PAGESIZE);
+    const int64_t guard = guard_bytes();
     int64_t rounded = (std::max<int64_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
     int64_t data_pages = (rounded + page - 1) / page * page;
-    mapping_bytes_ = static_cast<size_t>(data_pages + 2 * page);
+    mapping_bytes_ = static_cast<size_t>(data_pages + 2 * guard);
     mapping_ = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mapping_ == MAP_FAILED) {
       mapping_ = nullptr;
@@ -111,11 +116,11 @@ GuardedBuffer::GuardedBuffer(cl_context context, int64_t bytes, bool use_guard_p
                                                std::to_string(mapping_bytes_) + " bytes failed: " + std::strerror(errno));
     }
     auto* base = static_cast<uint8_t*>(mapping_);
-    mprotect(base, static_cast<size_t>(page), PROT_NONE);
-    mprotect(base + page + data_pages, static_cast<size_t>(page), PROT_NONE);
-    data_ = base + page + data_pages - rounded;
+    mprotect(base, static_cast<size_t>(guard), PROT_NONE);
+    mprotect(base + guard + data_pages, static_cast<size_t>(guard), PROT_NONE);
+    data_ = base + guard + data_pages - rounded;
     slack_ = rounded - bytes;
-    std::memset(base + page, kCanary, static_cast<size_t>(data_ - (base + page)));
+    std::memset(base + guard, kCanary, static_cast<size_t>(data_ - (base + guard)));
     std::memset(data_ + bytes, kCanary, static_cast<size_t>(slack_));
     mem_ = ClMem(clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, static_cast<size_t>(std::max<int64_t>(bytes, 1)),
                                 data_, &status));
@@ -153,7 +158,7 @@ void GuardedBuffer::fill(cl_command_queue queue, uint8_t byte) {
     KFORGE_CL_CHECK(clEnqueueFillBuffer(queue, mem_.get(), &byte, 1, 0, static_cast<size_t>(bytes_), 0, nullptr, nullptr));
   if (guarded_) {
     KFORGE_CL_CHECK(clFinish(queue));
-    auto* front = static_cast<uint8_t*>(mapping_) + sysconf(_SC_PAGESIZE);
+    auto* front = static_cast<uint8_t*>(mapping_) + guard_bytes();
     std::memset(front, kCanary, static_cast<size_t>(data_ - front));
     std::memset(data_ + bytes_, kCanary, static_cast<size_t>(slack_));
   } else {
@@ -167,7 +172,7 @@ void GuardedBuffer::fill(cl_command_queue queue, uint8_t byte) {
 bool GuardedBuffer::canary_intact(cl_command_queue queue) {
   KFORGE_CL_CHECK(clFinish(queue));
   if (guarded_) {
-    auto* front = static_cast<uint8_t*>(mapping_) + sysconf(_SC_PAGESIZE);
+    auto* front = static_cast<uint8_t*>(mapping_) + guard_bytes();
     for (uint8_t* p = front; p < data_; ++p)
       if (*p != kCanary) return false;
     for (int64_t idx = 0; idx < slack_; ++idx)

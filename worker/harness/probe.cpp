@@ -76,14 +76,16 @@ ProbeResult probe_op(const OpSpec& spec, const ProbeOptions& options) {
     return result;
   };
   std::string binary = options.probe_binary.empty() ? helper_binary_path("kforge-probe") : options.probe_binary;
-  SandboxLimits limits;
-  limits.cpu_seconds = options.cpu_seconds;
+  SandboxSpawn spawn;
+  spawn.argv = {binary};
+  spawn.kind = SandboxKind::probe;
+  spawn.limits.cpu_seconds = options.cpu_seconds;
   // Private writable memory, not address space: a probe linked with CUDA-enabled libtorch
   // (GPU hosts) maps more address space than any sensible memory limit before it starts.
-  limits.data_bytes = options.memory_bytes;
-  limits.wall_seconds = options.wall_seconds;
+  spawn.limits.data_bytes = options.memory_bytes;
+  spawn.limits.wall_seconds = options.wall_seconds;
   std::string error;
-  auto child = SandboxProcess::start({binary}, limits, -1, error);
+  auto child = SandboxProcess::start_sandboxed(spawn, error);
   if (!child) return finish(ProbeStatus::internal_error, error);
   nlohmann::json request;
   request["op"] = nlohmann::json::parse(op_spec_to_json(spec));

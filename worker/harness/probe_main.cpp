@@ -1,7 +1,11 @@
 // kforge-probe: the child side of the probe. Reads {"op", "shapes", "seed"} JSON on
 // stdin, compiles and runs the reference once (plus, when those shapes are not the
-// declared ones, a meta-device pass for the declared outputs), prints one JSON line. Started by
-// probe_op() under limits; not meant to be run by hand (but: echo '{...}' | kforge-probe).
+// declared ones, a meta-device pass for the declared outputs), writes one JSON line on the
+// reply pipe ($KFORGE_REPLY_FD; run by hand: stdout). Started by probe_op() through
+// kforge-jail; once libtorch is loaded it narrows seccomp to no exec and no fork before the
+// op's code is compiled. By hand: echo '{...}' | kforge-probe. Test: ctest -R harness_probe.
+#include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 
@@ -11,18 +15,32 @@
 #include <nlohmann/json.hpp>
 
 #include "worker/harness/reference.h"
+#include "worker/harness/seccomp_filter.h"
 
 using namespace kforge::harness;
 using namespace kforge::spec;
 
 namespace {
 
+// The reply pipe when the harness gave one, else stdout.
+int reply_fd() {
+  const char* name = std::getenv("KFORGE_REPLY_FD");
+  int fd = name ? std::atoi(name) : -1;
+  return fd >= 0 && fcntl(fd, F_GETFD) != -1 ? fd : STDOUT_FILENO;
+}
+
 int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr,
           const nlohmann::json& declared = nullptr) {
   nlohmann::json out{{"status", status}, {"message", message}};
   if (!outputs.is_null()) out["outputs"] = outputs;
   if (!declared.is_null()) out["declared"] = declared;
-  std::cout << out.dump() << "\n" << std::flush;
+  // Replace, never throw: a message may carry bytes of the op's source.
+  std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (size_t written = 0; written < line.size();) {
+    ssize_t n = ::write(reply_fd(), line.data() + written, line.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
   return 0;
 }
 
@@ -48,6 +66,9 @@ int probe_main() {
   for (auto it = request["shapes"].begin(); it != request["shapes"].end(); ++it)
     shapes[it.key()] = it.value().get<std::vector<int64_t>>();
   torch_set_threads(1);  // one thread: CPU-time accounting matches wall time
+  // libtorch is loaded: from here on no exec, no fork, no new sockets.
+  std::string why = tighten_seccomp_from_env(SeccompProfile::no_exec);
+  if (!why.empty()) return reply("internal_error", "seccomp: " + why);
   std::string error;
   auto reference = Reference::compile(parsed.spec, error);
   if (!reference) return reply("compile_error", error);

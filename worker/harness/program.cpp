@@ -429,6 +429,46 @@ std::vector<KernelDecl> find_kernels(const std::string& code, Dialect& dialect) 
 }
 
 
+// Translation phases 1-2 as a C preprocessor runs them, so the static rules see what the
+// compiler will: trigraphs (??= is #), then backslash-newline splices joined (prin\<nl>tf
+// is printf, #inc\<nl>lude is #include); the digraph %: is # as a directive or paster.
+std::string lexed_view(const std::string& source) {
+  static const std::map<char, char> trigraphs = {{'=', '#'}, {'/', '\\'}, {'\'', '^'}, {'(', '['}, {')', ']'},
+                                                 {'!', '|'},  {'<', '{'},  {'>', '}'},   {'-', '~'}};
+  std::string phase1;
+  phase1.reserve(source.size());
+  for (size_t at = 0; at < source.size(); ++at) {
+    if (source.compare(at, 2, "??") == 0 && at + 2 < source.size()) {
+      auto found = trigraphs.find(source[at + 2]);
+      if (found != trigraphs.end()) {
+        phase1 += found->second;
+        at += 2;
+        continue;
+      }
+    }
+    if (source.compare(at, 2, "%:") == 0) {
+      phase1 += '#';
+      ++at;
+      continue;
+    }
+    phase1 += source[at];
+  }
+  std::string joined;
+  joined.reserve(phase1.size());
+  for (size_t at = 0; at < phase1.size(); ++at) {
+    if (phase1[at] == '\\') {
+      size_t next = at + 1;
+      while (next < phase1.size() && (phase1[next] == ' ' || phase1[next] == '\t' || phase1[next] == '\r')) ++next;
+      if (next < phase1.size() && phase1[next] == '\n') {  // a splice (clang allows trailing blanks)
+        at = next;
+        continue;
+      }
+    }
+    joined += phase1[at];
+  }
+  return strip_comments(joined);
+}
+
 }  // namespace
 
 SizeExprPtr SizeExpr::parse(const std::string& text, std::string& error) {
@@ -442,6 +482,32 @@ SizeExprPtr SizeExpr::parse(const std::string& text, std::string& error) {
 
 std::string output_name(size_t index, size_t count) { return count == 1 ? "out" : "out" + std::to_string(index); }
 
+size_t invalid_utf8_offset(const std::string& text) {
+  const auto byte = [&](size_t index) { return static_cast<unsigned char>(text[index]); };
+  for (size_t at = 0; at < text.size();) {
+    const unsigned char lead = byte(at);
+    if (lead < 0x80) {
+      ++at;
+      continue;
+    }
+    size_t extra = 0;
+    uint32_t smallest = 0;  // the smallest code point of this length (longer forms are overlong)
+    if ((lead & 0xE0) == 0xC0) extra = 1, smallest = 0x80;
+    else if ((lead & 0xF0) == 0xE0) extra = 2, smallest = 0x800;
+    else if ((lead & 0xF8) == 0xF0) extra = 3, smallest = 0x10000;
+    else return at;
+    if (at + extra >= text.size()) return at;
+    uint32_t code_point = lead & (0x3Fu >> extra);
+    for (size_t next = 1; next <= extra; ++next) {
+      if ((byte(at + next) & 0xC0) != 0x80) return at;
+      code_point = code_point << 6 | (byte(at + next) & 0x3F);
+    }
+    if (code_point < smallest || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) return at;
+    at += extra + 1;
+  }
+  return std::string::npos;
+}
+
 ProgramParse parse_program(const std::string& text) {
   ProgramParse result;
   KernelProgram& program = result.program;
@@ -452,6 +518,13 @@ ProgramParse parse_program(const std::string& text) {
     return result;
   };
   if (trim(program.source).empty()) return fail(0, "the program is empty; expected OpenCL C with // kforge-launch: lines");
+  if (size_t bad = invalid_utf8_offset(program.source); bad != std::string::npos)
+    return fail(1 + static_cast<int>(std::count(program.source.begin(), program.source.begin() + bad, '\n')),
+                "the program is not valid UTF-8 (byte " + std::to_string(bad) + "); write it in ASCII or UTF-8");
+  if (program.source.find('\0') != std::string::npos)
+    return fail(1 + static_cast<int>(std::count(program.source.begin(),
+                                                program.source.begin() + program.source.find('\0'), '\n')),
+                "the program contains a NUL byte");
   std::istringstream lines(program.source);
   std::string line;
   int line_no = 0;
@@ -549,6 +622,7 @@ ProgramParse parse_program(const std::string& text) {
     return fail(0, "no '// kforge-launch:' line: a program says how to run its kernels, e.g. "
                    "'// kforge-launch: my_kernel grid=cdiv(numel(x),256) block=256 args=x,out,numel(x)'");
   program.code_without_comments = strip_comments(program.source);
+  program.code_as_lexed = lexed_view(program.source);
   program.kernels = find_kernels(program.code_without_comments, program.dialect);
   return result;
 }

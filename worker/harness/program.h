@@ -86,6 +86,8 @@ struct KernelProgram {
   std::vector<ScratchDecl> scratch;
   std::vector<KernelDecl> kernels;   //!< declared kernels, in source order
   std::string code_without_comments; //!< source with comments and strings blanked (same offsets), for static rules
+  std::string code_as_lexed;         //!< as the compiler's lexer sees it: trigraphs and %: replaced, line splices
+                                     //!< joined, then comments and strings blanked (offsets differ), for static rules
 };
 
 //! parse_program's result: a program, or a format error naming the line.
@@ -98,6 +100,9 @@ struct ProgramParse {
 
 //! Parses a program text. A ```-fenced block, if present, is taken as the program.
 ProgramParse parse_program(const std::string& text);
+//! Offset of the first byte that is not part of valid UTF-8 (overlong forms, surrogates'
+//! range beyond U+10FFFF and truncated sequences included), or npos.
+size_t invalid_utf8_offset(const std::string& text);
 
 //! The first ```-fenced block of a model's chat-style answer, or the text itself.
 std::string strip_fence(const std::string& text);

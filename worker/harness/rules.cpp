@@ -89,20 +89,40 @@ std::optional<RuleViolation> check_static_rules(const KernelProgram& program, co
                                   "(opencl) or 'extern \"C\" __global__ void my_kernel(const float* x, float* out, "
                                   "int n)' (cuda)");
 
-  static const std::regex printf_call(R"(\bprintf\s*\()"), include_line(R"(#\s*include\b)"),
-      asm_use(R"(\b(asm|__asm__|__asm)\b)");
+  static const std::regex printf_call(R"(\bprintf\s*\()"),
+      include_line(R"(#\s*(include|include_next|import|embed)\b|__has_include)"), asm_use(R"(\b(asm|__asm__|__asm)\b)"),
+      token_paste(R"(##)");
+  // Checked on the source as written and as the lexer sees it (trigraphs, %: digraphs and
+  // line splices resolved), so a spelling the compiler joins cannot hide a banned word.
+  for (const std::string* view : {&program.code_without_comments, &program.code_as_lexed}) {
+    const std::string& code = *view;
+    if (std::regex_search(code, printf_call))
+      return violation("forbidden_construct", "printf is not allowed in kernels (output goes through buffers only)");
+    if (std::regex_search(code, include_line))
+      return violation("forbidden_construct", "#include (or #import, __has_include) is not allowed; the program must be "
+                                              "self-contained");
+    if (std::regex_search(code, asm_use)) return violation("forbidden_construct", "inline assembly is not allowed");
+    // Pasting forms identifiers no rule sees (CAT(__as, m__) is __asm__).
+    if (std::regex_search(code, token_paste))
+      return violation("forbidden_construct", "token pasting (##) is not allowed: write names out");
+  }
+  {
+    // A splice inside a name has no use but hiding the name (one between statements or
+    // ending a macro line is fine); trigraphs have none at all.
+    static const std::regex split_name(R"([A-Za-z0-9_]\\[ \t\r]*\n[A-Za-z0-9_])"),
+        trigraph(R"(\?\?[=/'()!<>\-])");
+    if (std::regex_search(program.code_without_comments, split_name))
+      return violation("forbidden_construct", "a line splice (backslash-newline) inside a name is not allowed");
+    if (std::regex_search(program.code_without_comments, trigraph))
+      return violation("forbidden_construct", "trigraphs (??=, ??/ ...) are not allowed");
+  }
   const std::string& code = program.code_without_comments;
-  if (std::regex_search(code, printf_call))
-    return violation("forbidden_construct", "printf is not allowed in kernels (output goes through buffers only)");
-  if (std::regex_search(code, include_line))
-    return violation("forbidden_construct", "#include is not allowed; the program must be self-contained");
-  if (std::regex_search(code, asm_use)) return violation("forbidden_construct", "inline assembly is not allowed");
   if (program.dialect == Dialect::cuda) {
     // Clocks and sleeps let a kernel notice it is being timed; device malloc, traps and
     // breakpoints reach past the kernel's buffers.
     static const std::regex cuda_banned(R"(\b(clock|clock64|__nanosleep|__globaltimer|globaltimer|malloc|free|__trap|__brkpt|cudaMalloc|cudaMemcpy\w*|cudaDeviceSynchronize)\s*\()");
     std::smatch m;
-    if (std::regex_search(code, m, cuda_banned))
+    if (std::regex_search(code, m, cuda_banned) || std::regex_search(program.code_as_lexed, m, cuda_banned))
       return violation("forbidden_construct", m[1].str() + "() is not allowed in a cuda kernel (no clocks, sleeps, "
                                                            "device allocation or host calls)");
   }

@@ -26,10 +26,11 @@ bool fail(CheckResult& result, Outcome outcome, std::string message) {
 }  // namespace
 
 std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, std::string& error) {
-  auto process = SandboxProcess::start(launch.argv, launch.limits, launch.arena_fd, error);
+  auto process = SandboxProcess::start_sandboxed(launch, error);
   if (!process) return nullptr;
   std::unique_ptr<SandboxChild> child(new SandboxChild());
   child->process_ = std::move(process);
+  child->launch_kind_ = sandbox_kind_name(launch.kind);
   child->stop_requested_ = launch.stop_requested;
   return child;
 }
@@ -39,9 +40,11 @@ bool SandboxChild::await_ready(std::string& error) {
   std::string line;
   if (process_->read_line(line, clock_type::now() + std::chrono::seconds(120)) != ReadStatus::line) {
     process_->kill_now();
-    error = "kforge-sandbox did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500);
+    error = "the sandboxed child did not start: " + process_->describe_exit() + " " + process_->stderr_tail(500) +
+            (process_->jail_report().empty() ? "" : " (jail: " + process_->jail_report() + ")");
     return false;
   }
+  log_jail_degradations(launch_kind_, process_->jail_report());
   try {
     auto ready = json::parse(line);
     if (!ready.value("ready", false)) {
@@ -60,7 +63,7 @@ bool SandboxChild::await_ready(std::string& error) {
 bool SandboxChild::exchange(const json& command, double timeout_s, const std::string& what, json& reply,
                             CheckResult& result) {
   SandboxProcess& proc = *process_;
-  if (!proc.write_all(command.dump() + "\n")) {
+  if (!proc.write_all(command.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) {
     proc.wait_exit(clock_type::now() + std::chrono::seconds(2));
     return fail(result, Outcome::runtime_error, what + ": the sandbox process died: " + proc.describe_exit());
   }
@@ -74,7 +77,7 @@ bool SandboxChild::exchange(const json& command, double timeout_s, const std::st
     auto slice = stop_requested_ ? std::min(deadline, clock_type::now() + std::chrono::milliseconds(100)) : deadline;
     status = proc.read_line(line, slice);
     if (status != ReadStatus::timeout || clock_type::now() >= deadline) break;
-    if (stop_requested_()) {
+    if (stop_requested_ && stop_requested_()) {  // read_line may end a few µs before the deadline
       proc.kill_now();
       result.child_ms += ms_since(sent);
       return fail(result, Outcome::timeout, what + " was stopped: the job was asked to stop");

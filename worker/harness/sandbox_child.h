@@ -1,7 +1,8 @@
 // The checker's side of one kforge-sandbox child: start it under limits on the shared
 // arena, wait for its ready line, and exchange one JSON-line command (build, run, time)
-// for one reply, turning a dead, silent or garbled child into an outcome. The protocol is
-// sandbox_main.cpp's. Test: ctest -R 'harness_(checker|adversarial)'.
+// for one reply (on the child's reply pipe, never its stdout), turning a dead, silent or
+// garbled child into an outcome. The protocol is sandbox_main.cpp's.
+// Test: ctest -R 'harness_(checker|adversarial|sandbox)'.
 #pragma once
 
 #include <functional>
@@ -17,11 +18,9 @@
 namespace kforge::harness {
 
 //! How a Checker starts its children: kforge-sandbox (opencl, cuda) or the Python runner
-//! (triton candidates; the GPU reference and baselines), all speaking the same protocol.
-struct SandboxLaunch {
-  std::vector<std::string> argv;  //!< absolute program path first ("kforge-sandbox --target cuda --device 0")
-  SandboxLimits limits;
-  int arena_fd = -1;    //!< the memfd arena, fd 3 in the child
+//! (triton candidates; the GPU reference and baselines), all speaking the same protocol,
+//! each through kforge-jail with its kind's policy (sandbox_policy.h).
+struct SandboxLaunch : SandboxSpawn {
   std::function<bool()> stop_requested;  //!< CheckOptions::stop_requested: polled while a child works
 };
 
@@ -36,6 +35,8 @@ class SandboxChild {
   bool await_ready(std::string& error);
   //! The device the ready line described (name, platform, compute_units, max_work_group...).
   const nlohmann::json& device() const { return device_; }
+  //! The jail's report: the layers applied and those that could not be ("" when unjailed).
+  const std::string& jail_report() const { return process_->jail_report(); }
 
   //! Sends `command` and waits up to `timeout_s` for its reply line. A child that died,
   //! stayed silent or sent garbage sets result's outcome and message (`what` names the
@@ -48,6 +49,7 @@ class SandboxChild {
 
  private:
   std::unique_ptr<SandboxProcess> process_;
+  std::string launch_kind_;
   std::function<bool()> stop_requested_;
   bool ready_ = false;
   nlohmann::json device_;

@@ -1,13 +1,16 @@
 // kforge-sandbox: the child that compiles and runs one candidate kernel program on a
 // KernelBackend (OpenCL on PoCL or a GPU, or CUDA). Started (pre-started) by the Checker
-// under limits with the op's data arena as fd 3; one JSON line per command on stdin, one
-// reply line on a private copy of stdout (fd 1 itself then points at stderr, so nothing a
-// kernel prints can pass for a reply):
+// through kforge-jail with the op's arena (inputs on fd 3, read-only; output slots on
+// fd 5); one JSON line per command on stdin, one reply line on the reply pipe
+// ($KFORGE_REPLY_FD, fd 4; stdout and stderr are only captured, never parsed):
 //   ready -> {"cmd":"build"} -> {"cmd":"run"}... -> {"cmd":"time"} -> exit.
+// Once its device is up it narrows its seccomp filter (on PoCL: files, memory, threads
+// and the linker), before any candidate code is compiled or run.
 // A crash, hang or runaway allocation here is an outcome for the parent, never its death.
 // Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME]
 //        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
-// Test: ctest -R 'harness_(checker|adversarial|kernel_backend)'.
+// Test: ctest -R 'harness_(checker|adversarial|kernel_backend|sandbox)'.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -27,6 +30,8 @@
 
 #include "worker/harness/host_devices.h"
 #include "worker/harness/kernel_backend.h"
+#include "worker/harness/sandbox_policy.h"
+#include "worker/harness/seccomp_filter.h"
 #include "worker/harness/timing.h"
 
 using namespace kforge::harness;
@@ -34,28 +39,35 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kArenaFd = 3;
-FILE* g_reply = nullptr;  // the private copy of stdout
+FILE* g_reply = nullptr;  // the reply pipe (or, run by hand, a private copy of stdout)
+
+bool fd_open(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
 struct Arena {
   const uint8_t* inputs = nullptr;  // read-only view of the input region
   uint8_t* outputs = nullptr;       // writable view of the output region
   int64_t input_bytes = 0, total_bytes = 0;
 
-  // Maps [0, input_bytes) read-only and [input_bytes, total) writable, once.
+  // Maps [0, input_bytes) read-only from fd 3 and the output slots writable from
+  // $KFORGE_ARENA_OUTPUT_FD (fd 5; run by hand, from fd 3 past the inputs), once.
   void map(int64_t input_region, int64_t total) {
     if (inputs && input_region == input_bytes && total == total_bytes) return;
     if (input_region % sysconf(_SC_PAGESIZE) != 0) throw std::runtime_error("arena input region not page aligned");
+    // The jail names the outputs' fd; without it (run by hand) they follow the inputs on fd 3.
+    const char* output_fd_name = std::getenv("KFORGE_ARENA_OUTPUT_FD");
+    const int output_fd = output_fd_name ? std::atoi(output_fd_name) : -1;
+    const bool split = output_fd >= 0 && fd_open(output_fd);
     struct stat st {};
-    if (fstat(kArenaFd, &st) != 0 || st.st_size < total) throw std::runtime_error("arena fd 3 missing or too small");
+    if (fstat(kArenaInputFd, &st) != 0 || st.st_size < (split ? input_region : total))
+      throw std::runtime_error("arena fd 3 missing or too small");
     if (input_region > 0) {
-      void* in = mmap(nullptr, static_cast<size_t>(input_region), PROT_READ, MAP_SHARED, kArenaFd, 0);
+      void* in = mmap(nullptr, static_cast<size_t>(input_region), PROT_READ, MAP_SHARED, kArenaInputFd, 0);
       if (in == MAP_FAILED) throw std::runtime_error(std::string("mmap arena inputs: ") + std::strerror(errno));
       inputs = static_cast<const uint8_t*>(in);
     }
     if (total > input_region) {
       void* out = mmap(nullptr, static_cast<size_t>(total - input_region), PROT_READ | PROT_WRITE, MAP_SHARED,
-                       kArenaFd, input_region);
+                       split ? output_fd : kArenaInputFd, split ? 0 : input_region);
       if (out == MAP_FAILED) throw std::runtime_error(std::string("mmap arena outputs: ") + std::strerror(errno));
       outputs = static_cast<uint8_t*>(out);
     }
@@ -116,6 +128,7 @@ class Sandbox {
   }
 
   json ready() const { return {{"ready", true}, {"device", backend_->describe()}}; }
+  bool is_cpu() const { return backend_->is_cpu(); }
 
   json build(const json& cmd) {
     auto start = std::chrono::steady_clock::now();
@@ -307,11 +320,17 @@ class Sandbox {
 int main(int argc, char** argv) {
   // Die with the parent: a sandbox must never outlive the worker that started it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // Replies travel on a private copy of stdout; fd 1 now leads to stderr, so a kernel's
-  // printf (or a line a compiler prints) can never pass for a reply.
-  int reply_fd = dup(STDOUT_FILENO);
-  g_reply = reply_fd >= 0 ? fdopen(reply_fd, "w") : nullptr;
-  if (!g_reply || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 2;
+  // Replies travel on the reply pipe the harness gave us. Run by hand (no pipe), on a
+  // private copy of stdout, fd 1 then leading to stderr: either way nothing a kernel or
+  // a compiler prints to stdout can pass for a reply.
+  const char* reply_fd_name = std::getenv("KFORGE_REPLY_FD");
+  int reply_fd = reply_fd_name ? std::atoi(reply_fd_name) : -1;
+  if (reply_fd < 0 || !fd_open(reply_fd)) {
+    reply_fd = dup(STDOUT_FILENO);
+    if (reply_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 2;
+  }
+  g_reply = fdopen(reply_fd, "w");
+  if (!g_reply) return 2;
   // Pin PoCL's worker threads, one per core (unless the caller chose otherwise).
   // Unpinned, on a busy machine the threads share cores with other work and the
   // timings jump by scheduler ticks; see docs/harness.md "Why the timer drifted".
@@ -333,6 +352,15 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     reply({{"ready", false}, {"message", e.what()}});
     return 1;
+  }
+  // Start-up is done: on the CPU the kernel will run in this process, so narrow the
+  // seccomp filter to what PoCL needs before any candidate code is compiled.
+  if (sandbox->is_cpu()) {
+    std::string why = tighten_seccomp_from_env(SeccompProfile::pocl);
+    if (!why.empty()) {
+      reply({{"ready", false}, {"message", "seccomp: " + why}});
+      return 1;
+    }
   }
   reply(sandbox->ready());
   std::string line;

@@ -1,6 +1,6 @@
-// posix_spawn + prlimit: no fork of the (threaded, libtorch-holding) parent's address
-// space, so it is safe and cheap from threaded parents (libtorch, OpenMP, cpprestsdk).
-// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
+// posix_spawn of kforge-jail (or of a trusted helper): no fork of the threaded,
+// libtorch-holding parent; an explicit environment; replies on a pipe of their own,
+// stdout and stderr into bounded memfds. Test: ctest -R 'harness_(sandbox|probe|checker|adversarial)'.
 #include "worker/harness/sandbox_process.h"
 
 #include <fcntl.h>
@@ -13,10 +13,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
 
 extern char** environ;
 
@@ -37,62 +44,62 @@ const char* signal_meaning(int signo) {
     case SIGILL: return "illegal instruction";
     case SIGKILL: return "killed (time limit, or the system ran out of memory)";
     case SIGXCPU: return "CPU time limit exceeded";
+    case SIGXFSZ: return "file size limit exceeded: more than 64 MiB written to stdout, stderr or a file";
+    case SIGSYS: return "bad system call: the sandbox's seccomp filter killed it for a forbidden system call";
     default: return "signal";
   }
 }
 
-}  // namespace
 
-std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::string>& argv,
-                                                      const SandboxLimits& limits, int data_fd, std::string& error) {
-  if (argv.empty()) {
-    error = "SandboxProcess::start: empty argv";
-    return nullptr;
-  }
-  if (::access(argv[0].c_str(), X_OK) != 0) {
-    error = "helper binary " + argv[0] + " is missing or not executable (build it: cmake --build build)";
-    return nullptr;
-  }
-  int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    error = std::string("pipe2: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    error = std::string("pipe2: ") + std::strerror(errno);
-    ::close(in_pipe[0]);
-    ::close(in_pipe[1]);
-    return nullptr;
-  }
-  int err_fd = ::memfd_create("kforge-sandbox-stderr", MFD_CLOEXEC);
+// Duplicates `fd` above the descriptors a child's file actions write, so the dup2 of
+// one mapping never clobbers the source of another.
+int high_dup(int fd) { return fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 64); }
+
+// posix_spawn (vfork-style in glibc): no page-table copy of a parent holding libtorch and
+// large tensors, safe from threaded parents. `fds` maps parent descriptors to child fd
+// numbers; everything else is closed in the child.
+pid_t spawn_child(const std::vector<std::string>& argv, char* const* envp, const std::vector<std::pair<int, int>>& fds,
+                  bool new_session, std::string& error) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // posix_spawn (vfork-style in glibc) costs no page-table copy, which matters when the
-  // parent holds libtorch and large tensors. Limits are applied with prlimit right after
-  // the spawn: the child only runs untrusted code after reading a command we send later.
+  std::vector<int> highs;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  if (err_fd >= 0) posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-  if (data_fd >= 0) posix_spawn_file_actions_adddup2(&actions, data_fd, 3);  // same number: clears FD_CLOEXEC
+  for (const auto& [parent_fd, child_fd] : fds) {
+    highs.push_back(high_dup(parent_fd));
+    if (highs.back() >= 0) posix_spawn_file_actions_adddup2(&actions, highs.back(), child_fd);
+  }
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  int first_free = 3;
+  for (const auto& mapping : fds) first_free = std::max(first_free, mapping.second + 1);
+  posix_spawn_file_actions_addclosefrom_np(&actions, first_free);
+#endif
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  sigset_t no_signals;
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  // A session of its own: kill(0, ...) or a terminal's signals never reach the worker.
+  if (new_session) flags |= POSIX_SPAWN_SETSID;
+  posix_spawnattr_setflags(&attributes, flags);
+  sigset_t no_signals, default_signals;
   sigemptyset(&no_signals);
+  sigfillset(&default_signals);
   posix_spawnattr_setsigmask(&attributes, &no_signals);
+  posix_spawnattr_setsigdefault(&attributes, &default_signals);
   pid_t pid = -1;
-  int spawned = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  int spawned = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
+  for (int fd : highs)
+    if (fd >= 0) ::close(fd);
   if (spawned != 0) {
     error = "posix_spawn " + argv[0] + ": " + std::strerror(spawned);
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_fd})
-      if (fd >= 0) ::close(fd);
-    return nullptr;
+    return -1;
   }
+  return pid;
+}
+
+void apply_prlimits(pid_t pid, const SandboxLimits& limits) {
   rlimit cpu{}, as{}, core{0, 0};
   ::prlimit(pid, RLIMIT_CORE, &core, nullptr);
   if (limits.cpu_seconds > 0) {
@@ -108,12 +115,99 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::str
     rlimit data{static_cast<rlim_t>(limits.data_bytes), static_cast<rlim_t>(limits.data_bytes)};
     ::prlimit(pid, RLIMIT_DATA, &data, nullptr);
   }
+}
+
+}  // namespace
+
+std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpawn& spawn, std::string& error) {
+  if (spawn.argv.empty()) {
+    error = "SandboxProcess::start_sandboxed: empty argv";
+    return nullptr;
+  }
+  if (::access(spawn.argv[0].c_str(), X_OK) != 0) {
+    error = "helper binary " + spawn.argv[0] + " is missing or not executable (build it: cmake --build build)";
+    return nullptr;
+  }
+  SandboxPolicy policy = make_sandbox_policy(spawn.kind, spawn.argv);
+  policy.cpu_seconds = spawn.limits.cpu_seconds;
+  policy.address_space_bytes = spawn.limits.address_space_bytes;
+  policy.data_bytes = spawn.limits.data_bytes;
+  // Always through the jail, even with every layer switched off: it sets the limits in
+  // the child before exec, so no instruction of the child runs unlimited.
+  std::string jail = helper_binary_path("kforge-jail");
+  if (::access(jail.c_str(), X_OK) != 0) {
+    error = "kforge-jail is missing at " + jail + " (build it: cmake --build build)";
+    return nullptr;
+  }
+  std::vector<std::string> argv = spawn.argv;
+  argv.insert(argv.begin(), {jail, sandbox_policy_to_json(policy)});
+  int in_pipe[2] = {-1, -1}, reply_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(reply_pipe, O_CLOEXEC) != 0) {
+    error = std::string("pipe2: ") + std::strerror(errno);
+    for (int fd : {in_pipe[0], in_pipe[1], reply_pipe[0], reply_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    return nullptr;
+  }
+  int out_fd = ::memfd_create("kforge-child-stdout", MFD_CLOEXEC);
+  int err_fd = ::memfd_create("kforge-child-stderr", MFD_CLOEXEC);
+  std::vector<char*> envp;
+  for (const auto& entry : policy.env) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+  std::vector<std::pair<int, int>> fds = {{in_pipe[0], 0},       {out_fd, 1}, {err_fd, 2},
+                                          {reply_pipe[1], kReplyFd}};
+  if (spawn.arena_inputs_fd >= 0) fds.push_back({spawn.arena_inputs_fd, kArenaInputFd});
+  if (spawn.arena_outputs_fd >= 0) fds.push_back({spawn.arena_outputs_fd, kArenaOutputFd});
+  pid_t pid = spawn_child(argv, envp.data(), fds, /*new_session=*/true, error);
   ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
+  ::close(reply_pipe[1]);
+  if (pid < 0) {
+    for (int fd : {in_pipe[1], reply_pipe[0], out_fd, err_fd})
+      if (fd >= 0) ::close(fd);
+    return nullptr;
+  }
   std::unique_ptr<SandboxProcess> child(new SandboxProcess());
   child->pid_ = pid;
   child->stdin_fd_ = in_pipe[1];
-  child->stdout_fd_ = out_pipe[0];
+  child->reply_fd_ = reply_pipe[0];
+  child->stdout_fd_ = out_fd;
+  child->stderr_fd_ = err_fd;
+  child->expect_jail_report_ = true;
+  return child;
+}
+
+std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::string>& argv,
+                                                      const SandboxLimits& limits, int data_fd, std::string& error) {
+  if (argv.empty()) {
+    error = "SandboxProcess::start: empty argv";
+    return nullptr;
+  }
+  if (::access(argv[0].c_str(), X_OK) != 0) {
+    error = "helper binary " + argv[0] + " is missing or not executable (build it: cmake --build build)";
+    return nullptr;
+  }
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    error = std::string("pipe2: ") + std::strerror(errno);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    return nullptr;
+  }
+  int err_fd = ::memfd_create("kforge-sandbox-stderr", MFD_CLOEXEC);
+  std::vector<std::pair<int, int>> fds = {{in_pipe[0], 0}, {out_pipe[1], 1}, {err_fd, 2}};
+  if (data_fd >= 0) fds.push_back({data_fd, 3});
+  pid_t pid = spawn_child(argv, environ, fds, /*new_session=*/false, error);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  if (pid < 0) {
+    for (int fd : {in_pipe[1], out_pipe[0], err_fd})
+      if (fd >= 0) ::close(fd);
+    return nullptr;
+  }
+  apply_prlimits(pid, limits);
+  std::unique_ptr<SandboxProcess> child(new SandboxProcess());
+  child->pid_ = pid;
+  child->stdin_fd_ = in_pipe[1];
+  child->reply_fd_ = out_pipe[0];
   child->stderr_fd_ = err_fd;
   return child;
 }
@@ -121,6 +215,7 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::str
 SandboxProcess::~SandboxProcess() {
   kill_now();
   close_fd(stdin_fd_);
+  close_fd(reply_fd_);
   close_fd(stdout_fd_);
   close_fd(stderr_fd_);
 }
@@ -145,28 +240,48 @@ bool SandboxProcess::write_all(const std::string& text) {
 void SandboxProcess::close_stdin() { close_fd(stdin_fd_); }
 
 ReadStatus SandboxProcess::read_line(std::string& line, std::chrono::steady_clock::time_point deadline) {
+  constexpr size_t kMaxLine = size_t{4} << 20;
   for (;;) {
-    auto newline = buffer_.find('\n');
+    auto newline = buffer_.find('\n', scanned_);
     if (newline != std::string::npos) {
       line = buffer_.substr(0, newline);
       buffer_.erase(0, newline + 1);
+      scanned_ = 0;
+      if (expect_jail_report_) {  // the jail's line comes first, before anything the child says
+        expect_jail_report_ = false;
+        nlohmann::json report = nlohmann::json::parse(line, nullptr, false);
+        if (report.is_object() && report.contains("jail")) {
+          jail_report_ = report["jail"].dump();
+          continue;
+        }
+      }
       return ReadStatus::line;
     }
-    if (stdout_fd_ < 0) return ReadStatus::eof;
+    scanned_ = buffer_.size();
+    if (buffer_.size() > kMaxLine) {
+      // No reply is this long: the child floods its reply pipe. Stop listening.
+      line = buffer_.substr(0, 200) + "... (a reply line over 4 MiB)";
+      buffer_.clear();
+      scanned_ = 0;
+      close_fd(reply_fd_);
+      return ReadStatus::line;
+    }
+    if (reply_fd_ < 0) return ReadStatus::eof;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return ReadStatus::timeout;
-    pollfd pfd{stdout_fd_, POLLIN, 0};
+    pollfd pfd{reply_fd_, POLLIN, 0};
     int ready = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (ready < 0 && errno != EINTR) return ReadStatus::eof;
     if (ready <= 0) continue;
     char chunk[65536];
-    ssize_t n = ::read(stdout_fd_, chunk, sizeof chunk);
+    ssize_t n = ::read(reply_fd_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      close_fd(stdout_fd_);
+      close_fd(reply_fd_);
       if (!buffer_.empty()) {  // a last line without newline
         line.swap(buffer_);
         buffer_.clear();
+        scanned_ = 0;
         return ReadStatus::line;
       }
       return ReadStatus::eof;
@@ -217,15 +332,35 @@ std::string SandboxProcess::describe_exit() const {
   return "ended with wait status " + std::to_string(status_);
 }
 
-std::string SandboxProcess::stderr_tail(size_t max_bytes) const {
-  if (stderr_fd_ < 0) return "";
-  off_t size = ::lseek(stderr_fd_, 0, SEEK_END);
+namespace {
+
+std::string memfd_tail(int fd, size_t max_bytes) {
+  if (fd < 0) return "";
+  off_t size = ::lseek(fd, 0, SEEK_END);
   if (size <= 0) return "";
   off_t from = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
   std::string text(static_cast<size_t>(size - from), '\0');
-  ssize_t n = ::pread(stderr_fd_, text.data(), text.size(), from);
+  ssize_t n = ::pread(fd, text.data(), text.size(), from);
   text.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return text;
+}
+
+}  // namespace
+
+std::string SandboxProcess::stderr_tail(size_t max_bytes) const { return memfd_tail(stderr_fd_, max_bytes); }
+std::string SandboxProcess::stdout_tail(size_t max_bytes) const { return memfd_tail(stdout_fd_, max_bytes); }
+
+void log_jail_degradations(const std::string& kind, const std::string& jail_report) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  nlohmann::json report = nlohmann::json::parse(jail_report, nullptr, false);
+  if (!report.is_object() || !report.contains("degraded")) return;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& item : report["degraded"]) {
+    std::string why = item.is_string() ? item.get<std::string>() : item.dump();
+    if (logged.insert(kind + why).second)
+      log_warn("sandbox", "a sandbox layer is not applied", {{"child", kind}, {"reason", why}});
+  }
 }
 
 std::string self_exe_dir() {

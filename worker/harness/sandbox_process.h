@@ -1,6 +1,9 @@
-// A child process under limits (CPU time, address space, wall clock, no core
-// dumps) talking over pipes: the isolation under the probe and the kernel sandbox.
-// Test: ctest -R 'harness_(probe|checker|adversarial)' (crashes, hangs, limits).
+// A child process under limits (CPU time, memory, wall clock, no core dumps) talking
+// over pipes: the isolation under the probe, the kernel sandbox and the Python runner.
+// Sandboxed children start through kforge-jail (sandbox_jail.h) with an explicit
+// environment; their replies come on a pipe of their own (fd 4), while stdout and stderr
+// go to bounded captures that are never parsed as results.
+// Test: ctest -R 'harness_(sandbox|probe|checker|adversarial)' (crashes, hangs, limits, escapes).
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "worker/harness/sandbox_policy.h"
 
 namespace kforge::harness {
 
@@ -23,11 +28,26 @@ struct SandboxLimits {
 //! How a read from the child ended.
 enum class ReadStatus { line, eof, timeout };
 
-//! A started child: stdin/stdout pipes, stderr captured in memory, killed on destruction.
+//! What to start in a sandbox: the program, its kind (which policy), limits and the arena.
+struct SandboxSpawn {
+  std::vector<std::string> argv;  //!< absolute program path first
+  SandboxKind kind = SandboxKind::kernel_cpu;
+  SandboxLimits limits;
+  int arena_inputs_fd = -1;   //!< becomes fd 3 (read-only inputs)
+  int arena_outputs_fd = -1;  //!< becomes fd 5 (output slots)
+};
+
+//! A started child, killed on destruction.
 class SandboxProcess {
  public:
-  //! Starts argv[0] (an absolute path) under `limits`. `data_fd` >= 0 is passed to the child as fd 3.
-  //! Returns nullptr and sets `error` if the process cannot be started.
+  //! Starts `spawn.argv` in a sandbox: through kforge-jail with the kind's policy (layers
+  //! switched off by $KFORGE_SANDBOX=off or _DISABLE; limits always set before exec), an
+  //! explicit environment, replies on fd 4, stdout and stderr captured. Returns nullptr and sets `error` if the process cannot be started.
+  static std::unique_ptr<SandboxProcess> start_sandboxed(const SandboxSpawn& spawn, std::string& error);
+  //! Starts a trusted helper (no jail, the caller's environment) that replies on stdout;
+  //! its limits are set with prlimit just after the spawn, so only for programs that run no
+  //! untrusted code before a command arrives (device listing, tests, benches).
+  //! `data_fd` >= 0 is passed as fd 3.
   static std::unique_ptr<SandboxProcess> start(const std::vector<std::string>& argv, const SandboxLimits& limits,
                                                int data_fd, std::string& error);
   ~SandboxProcess();
@@ -38,7 +58,9 @@ class SandboxProcess {
   bool write_all(const std::string& text);
   //! Closes the child's stdin (EOF for it).
   void close_stdin();
-  //! Reads one '\n'-terminated line from stdout (without the newline) before `deadline`.
+  //! Reads one '\n'-terminated reply line (without the newline) before `deadline`. The
+  //! jail's report line is taken aside (jail_report()). A line over 4 MiB is cut to its
+  //! start and the channel closed: a flood never grows the buffer or costs a rescan.
   ReadStatus read_line(std::string& line, std::chrono::steady_clock::time_point deadline);
   //! Kills the child (SIGKILL) and reaps it.
   void kill_now();
@@ -54,6 +76,10 @@ class SandboxProcess {
   bool signalled() const;
   //! The last `max_bytes` of what the child wrote to stderr.
   std::string stderr_tail(size_t max_bytes = 2000) const;
+  //! The last `max_bytes` of what the child wrote to stdout (sandboxed children only).
+  std::string stdout_tail(size_t max_bytes = 2000) const;
+  //! The jail's report ({"applied": [...], "degraded": [...]}), once read; "" before or unjailed.
+  const std::string& jail_report() const { return jail_report_; }
   //! Process id.
   pid_t pid() const { return pid_; }
 
@@ -61,11 +87,15 @@ class SandboxProcess {
   SandboxProcess() = default;
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
-  int stdout_fd_ = -1;
-  int stderr_fd_ = -1;  // a memfd the child writes to
+  int reply_fd_ = -1;   // replies: fd 4 of a sandboxed child, stdout of a helper
+  int stdout_fd_ = -1;  // a memfd capture (sandboxed children)
+  int stderr_fd_ = -1;  // a memfd capture
   bool reaped_ = false;
+  bool expect_jail_report_ = false;
   int status_ = 0;
   std::string buffer_;
+  size_t scanned_ = 0;  // buffer_ bytes already searched for a newline
+  std::string jail_report_;
 };
 
 //! Directory of the running executable (/proc/self/exe), where kforge's helper binaries live.
@@ -74,5 +104,7 @@ std::string self_exe_dir();
 std::string helper_binary_path(const std::string& name);
 //! `name` itself when it holds a '/', else its full path found on $PATH (else `name`).
 std::string resolve_program(const std::string& name);
+//! Logs (once per process and text) each layer a jail report says it could not apply.
+void log_jail_degradations(const std::string& kind, const std::string& jail_report);
 
 }  // namespace kforge::harness

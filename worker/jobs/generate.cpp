@@ -3,6 +3,7 @@
 // candidates row before the next one is checked (once per attempt: CandidateWriter).
 // Test: ctest -R jobs_generate_test.
 #include "worker/jobs/generate.h"
+#include "worker/jobs/generate_answer.h"
 
 #include <chrono>
 #include <filesystem>
@@ -121,7 +122,8 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
 
   std::map<std::string, int> by_outcome;
   std::optional<db::CandidateRecord> best;
-  int64_t best_id = 0;
+  std::map<int64_t, db::CandidateRecord> correct_records;
+  std::vector<RankedCandidate> correct;
   int checked = 0;
   bool out_of_time = false;
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
@@ -139,9 +141,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     int64_t id = *written;
     ++checked;
     ++by_outcome[record.outcome];
-    if (record.speedup && !record.flagged && (!best || *record.speedup > *best->speedup)) {
-      best = record;
-      best_id = id;
+    if (record.speedup) {
+      std::string reason = result.weak_test ? "the op's reference output is near-constant (weak test): a constant "
+                                              "kernel could pass, so correctness proves little"
+                                            : result.message;
+      correct.push_back({id, *record.speedup, record.flagged, reason});
+      correct_records[id] = record;
+      if (!record.flagged && (!best || *record.speedup > *best->speedup)) best = record;
     }
     ctx.report_progress(json{{"phase", "checking"},
                              {"checked", checked},
@@ -157,16 +163,20 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                  {"generator", model_dir.empty() ? "teacher" : "policy"},
                  {"out_of_time", out_of_time}};
   if (!note.empty()) result["note"] = note;
-  if (best) {
-    result["best_candidate_id"] = best_id;
-    result["best_speedup"] = *best->speedup;
-    result["best_kernel_ms"] = optional_json(best->kernel_ms);
-    result["baseline_ms"] = optional_json(best->baseline_ms);
-    result["device"] = best->device;
+  GenerationAnswer answer = choose_answer(correct, checked);
+  if (answer.best_id) {
+    const db::CandidateRecord& chosen = correct_records[*answer.best_id];
+    result["best_candidate_id"] = *answer.best_id;
+    result["best_speedup"] = answer.best_speedup;
+    result["best_kernel_ms"] = optional_json(chosen.kernel_ms);
+    result["baseline_ms"] = optional_json(chosen.baseline_ms);
+    result["device"] = chosen.device;
   } else {
     result["best_candidate_id"] = nullptr;
-    result["message"] = "no correct, unflagged kernel among " + std::to_string(checked) + " candidates";
   }
+  result["best_flagged"] = answer.best_flagged;
+  result["eager_wins"] = answer.eager_wins;
+  if (!answer.message.empty()) result["message"] = answer.message;
   return worker::JobOutcome::complete(result.dump());
 }
 

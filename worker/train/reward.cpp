@@ -22,7 +22,8 @@ std::string RewardConfig::validate() const {
   const std::pair<const char*, double> credits[] = {
       {"format_error", format_error},   {"rule_violation", rule_violation}, {"compile_error", compile_error},
       {"runtime_error", runtime_error}, {"timeout", timeout},               {"wrong_output", wrong_output},
-      {"correct", correct},             {"speed_weight", speed_weight},     {"speed_cap", speed_cap}};
+      {"correct", correct},             {"speed_weight", speed_weight},     {"speed_cap", speed_cap},
+      {"weak_test_correct", weak_test_correct}};
   for (const auto& [name, value] : credits)
     if (!std::isfinite(value)) return std::string("reward.") + name + " must be a finite number";
   if (speed_weight < 0) return "reward.speed_weight must be >= 0";
@@ -40,6 +41,8 @@ double reward_for(const CheckSummary& check, const RewardConfig& config) {
     case Outcome::wrong_output: return config.wrong_output;
     case Outcome::correct: break;
   }
+  // A near-constant reference lets a constant output pass: no credit beyond "it ran".
+  if (check.weak_test) return config.weak_test_correct;
   double reward = config.correct;
   // A flagged speedup is not trusted: correctness counts, the bonus waits for review.
   bool bonus_allowed = !check.suspicious || config.bonus_for_suspicious;

@@ -34,6 +34,8 @@ struct CheckSummary {
   //! For a rule_violation: the harness ran it anyway and the output matched (reward hacking).
   bool output_matched = false;
   std::string message;  //!< the harness's one-line reason (what failed, or "correct")
+  //! The op's reference output is near-constant: a constant kernel passes, so "correct" proves little.
+  bool weak_test = false;
 };
 
 //! Per-outcome credit and speed bonus; defaults follow DESIGN.md.
@@ -45,6 +47,7 @@ struct RewardConfig {
   double timeout = 0.1;         //!< compiled, ran too long
   double wrong_output = 0.2;    //!< compiled and ran, output mismatched
   double correct = 1.0;         //!< verified correct
+  double weak_test_correct = 0.2;  //!< correct on a weak test (near-constant reference): no correctness credit
   double speed_weight = 0.5;    //!< w in w * min(speedup, cap)
   double speed_cap = 3.0;       //!< cap in w * min(speedup, cap)
   bool bonus_for_suspicious = false;  //!< give the speed bonus to flagged speedups (off: correct credit only)

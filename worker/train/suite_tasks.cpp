@@ -79,6 +79,7 @@ CheckSummary summarize_check(const harness::CheckResult& result) {
   summary.outcome = result.outcome;
   summary.speedup = result.speedup;
   summary.suspicious = result.suspicious;
+  summary.weak_test = result.weak_test;
   summary.message = result.message;
   return summary;
 }

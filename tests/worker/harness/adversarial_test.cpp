@@ -1,10 +1,18 @@
 // The adversarial suite (issue 5): candidate programs that try to fool the checker,
 // each of which must get the right non-`correct` outcome, on real PoCL in a real
 // sandbox. Permanent: a change that lets one of these pass is a security bug.
-// Run: ctest -R harness_adversarial.
+// The kernels of tests/worker/harness/adversarial/ (manifest.json: issue 14's attacks, each
+// with the outcomes it may get) run here too; bench/security/run.sh records them in
+// bench/results/security.json. Run: ctest -R harness_adversarial.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/worker/harness/harness_fixtures.h"
 
@@ -216,4 +224,79 @@ TEST(Adversarial, SegfaultingKernelIsARuntimeError) {
                                    "  if (i < n) out[i] = 0.0f;"));
   EXPECT_EQ(r.outcome, Outcome::runtime_error) << r.message;
   EXPECT_NE(r.message.find("SIGSEGV"), std::string::npos) << r.message;
+}
+
+namespace {
+
+std::string read_source_file(const std::string& relative) {
+  std::ifstream in(std::string(KFORGE_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whether `result` is one of the manifest's allowed outcomes: an outcome name, or
+// correct_inert (correct: the trick never triggers) or correct_weak (correct only on a weak
+// test, which earns no correctness reward).
+bool allowed(const CheckResult& result, const nlohmann::json& expect) {
+  for (const auto& name : expect) {
+    const std::string want = name.get<std::string>();
+    if (want == "correct_inert" && result.outcome == Outcome::correct) return true;
+    if (want == "correct_weak" && result.outcome == Outcome::correct && result.weak_test) return true;
+    if (want == outcome_name(result.outcome)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(Adversarial, EveryRegressionKernelInTheFolderGetsItsOutcome) {
+  REQUIRE_OPENCL();
+  const std::string escape_marker = "/tmp/kforge-adversarial-escape";
+  std::filesystem::remove(escape_marker);
+  auto manifest = nlohmann::json::parse(read_source_file("tests/worker/harness/adversarial/manifest.json"));
+  std::map<std::string, std::unique_ptr<Checker>> checkers;
+  for (const auto& entry : manifest["kernels"]) {
+    const std::string op_path = entry["op"], file = entry["file"];
+    auto& checker = checkers[op_path];
+    if (!checker) {
+      auto parsed = parse_op_spec(read_source_file(op_path));
+      ASSERT_TRUE(parsed.ok()) << op_path;
+      std::string error;
+      CheckOptions options = fast_options();
+      options.trial_timeout_s = 5;
+      checker = Checker::create(parsed.spec, options, error);
+      ASSERT_TRUE(checker) << error;
+    }
+    CheckResult result = checker->check(read_source_file(file));
+    EXPECT_TRUE(allowed(result, entry["expect"]))
+        << file << " (" << entry["attack"].get<std::string>() << "): got " << outcome_name(result.outcome)
+        << ", expected one of " << entry["expect"].dump() << ": " << result.message;
+    if (!entry["rule"].get<std::string>().empty()) EXPECT_EQ(result.rule, entry["rule"].get<std::string>()) << file;
+    EXPECT_NO_THROW(nlohmann::json::parse(result.to_json())) << file;
+  }
+  EXPECT_FALSE(std::filesystem::exists(escape_marker)) << "a kernel created a file on the host";
+}
+
+TEST(Adversarial, NoByteValueMakesTheCheckerThrow) {
+  REQUIRE_OPENCL();
+  // Every byte value alone, and inside an otherwise valid program, through the parser and
+  // rules (no sandbox needed for these); then a few through the whole pipeline.
+  for (int byte = 0; byte < 256; ++byte) {
+    std::string alone(1, static_cast<char>(byte));
+    std::string in_comment = std::string(kSiluMulKernel) + "// " + alone + "\n";
+    for (const std::string& text : {alone, in_comment, std::string(64, static_cast<char>(byte))}) {
+      if (byte >= 0x20 && byte < 0x7F && text == in_comment) continue;  // a printable comment: a real check
+      CheckResult result;
+      ASSERT_NO_THROW(result = silu_checker().check(text)) << "byte " << byte;
+      ASSERT_NO_THROW(nlohmann::json::parse(result.to_json())) << "byte " << byte;
+      if (text != in_comment) EXPECT_NE(result.outcome, Outcome::correct) << "byte " << byte;
+    }
+  }
+  CheckResult garbled;
+  garbled.message = "child said: ";
+  for (int byte = 0; byte < 256; ++byte) garbled.message += static_cast<char>(byte);
+  std::string text;
+  ASSERT_NO_THROW(text = garbled.to_json());
+  EXPECT_NO_THROW(nlohmann::json::parse(text));
 }

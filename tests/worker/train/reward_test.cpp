@@ -47,6 +47,15 @@ TEST(Reward, SuspiciousSpeedupGetsCorrectnessButNoBonusByDefault) {
   EXPECT_DOUBLE_EQ(reward_for({Outcome::correct, 50.0, true}, config), 2.5);
 }
 
+TEST(Reward, CorrectOnAWeakTestGetsNoCorrectnessReward) {
+  RewardConfig config;
+  CheckSummary constant{Outcome::correct, 3.0, false};
+  constant.weak_test = true;  // a near-constant reference: a constant output passes
+  EXPECT_DOUBLE_EQ(reward_for(constant, config), config.weak_test_correct);
+  EXPECT_LT(reward_for(constant, config), config.correct);
+  EXPECT_DOUBLE_EQ(reward_for(constant, config), reward_for({Outcome::wrong_output}, config));
+}
+
 TEST(Reward, EveryWeightIsConfigurable) {
   RewardConfig config;
   config.compile_error = 0.0;

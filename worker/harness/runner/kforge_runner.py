@@ -1,7 +1,8 @@
 # kforge-runner: the Python child the C++ harness drives for GPU work. One JSON line per
-# command on stdin, one reply per line on a private copy of stdout (fd 1 itself is
-# pointed at stderr, so nothing a candidate prints can pass for a reply); the op's
-# arena (inputs | output slots) is the memfd on fd 3, as for kforge-sandbox.
+# command on stdin, one reply per line on the reply pipe ($KFORGE_REPLY_FD, fd 4, given
+# by kforge-jail; run by hand: a private copy of stdout), fd 1 itself pointed at stderr,
+# so nothing a candidate prints can pass for a reply; the op's arena: inputs on fd 3,
+# output slots on fd 5 (or past the inputs on fd 3), as for kforge-sandbox.
 #   --role candidate: a `triton` candidate (module with forward(*inputs) launching
 #       @triton.jit kernels): build (rules, import), run (guarded), time.
 #   --role reference: the op's own source (TorchScript, run as PyTorch eager or
@@ -21,7 +22,10 @@ import tempfile
 import time
 import traceback
 
-ARENA_FD = 3
+ARENA_FD = 3  # inputs (a sealed memfd)
+# Output slots: the fd named by $KFORGE_ARENA_OUTPUT_FD (5, given by kforge-jail); without
+# it, past the inputs on fd 3 (the tests' single memfd).
+ARENA_OUTPUT_FD = int(os.environ.get("KFORGE_ARENA_OUTPUT_FD", "-1"))
 DTYPES = {}  # filled after torch is imported
 
 
@@ -30,7 +34,7 @@ def ms_since(start):
 
 
 class Arena:
-    """The memfd on fd 3: inputs read-only below input_region, output slots above it."""
+    """The inputs read-only (fd 3) and the output slots (fd 5, or fd 3 past input_region)."""
 
     def __init__(self):
         self.inputs = self.outputs = None
@@ -40,7 +44,11 @@ class Arena:
         if (input_region, total) == (self.input_region, self.total):
             return
         self.inputs = mmap.mmap(ARENA_FD, input_region, prot=mmap.PROT_READ) if input_region > 0 else None
-        self.outputs = mmap.mmap(ARENA_FD, total - input_region, offset=input_region) if total > input_region else None
+        if ARENA_OUTPUT_FD >= 0:
+            out_fd, out_offset = ARENA_OUTPUT_FD, 0
+        else:
+            out_fd, out_offset = ARENA_FD, input_region
+        self.outputs = mmap.mmap(out_fd, total - input_region, offset=out_offset) if total > input_region else None
         self.input_region, self.total = input_region, total
 
     def read(self, torch, spec, device):
@@ -469,8 +477,14 @@ def main():
     parser.add_argument("--role", choices=["candidate", "reference"], required=True)
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
-    # Replies go to a private copy of stdout; fd 1 and sys.stdout now lead to stderr.
-    reply_file = os.fdopen(os.dup(1), "w", buffering=1)
+    # Replies go to the reply pipe (or a private copy of stdout); fd 1 and sys.stdout
+    # now lead to stderr.
+    reply_fd = int(os.environ.get("KFORGE_REPLY_FD", "-1"))
+    try:
+        os.fstat(reply_fd)
+    except (OSError, ValueError):
+        reply_fd = os.dup(1)
+    reply_file = os.fdopen(reply_fd, "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

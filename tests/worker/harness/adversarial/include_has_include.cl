@@ -1,0 +1,10 @@
+// Attack 4: a host file read at compile time (has_include spelling of #include); its
+// content would come back in the compile error.
+#if __has_include("/etc/shadow")
+#define SEEN 1
+#endif
+// kforge-launch: k grid=cdiv(numel(x),256) block=256 args=x,y,out,numel(x)
+__kernel void k(__global const float* x, __global const float* y, __global float* out, int n) {
+  int i = get_global_id(0);
+  if (i < n) { float v = x[i]; out[i] = v / (1.0f + exp(-v)) * y[i]; }
+}

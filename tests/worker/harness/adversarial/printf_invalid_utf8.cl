@@ -1,0 +1,8 @@
+// Attack 9: a kernel printing a byte that is not UTF-8 (once crashed CheckResult::to_json).
+// kforge-launch: k grid=cdiv(numel(x),256) block=256 args=x,y,out,numel(x)
+__kernel void k(__global const float* x, __global const float* y, __global float* out, int n) {
+  int i = get_global_id(0);
+  if (i < n) { float v = x[i]; out[i] = v / (1.0f + exp(-v)) * y[i]; }
+  if (i == 0) prin\
+tf("\xff\n");
+}

@@ -1,0 +1,8 @@
+// Attack 2: printf hidden by a line splice, printing a forged timing reply while timed.
+// kforge-launch: k grid=cdiv(numel(x),256) block=256 args=x,y,out,numel(x)
+__kernel void k(__global const float* x, __global const float* y, __global float* out, int n) {
+  int i = get_global_id(0);
+  if (i < n) { float v = x[i]; out[i] = v / (1.0f + exp(-v)) * y[i]; }
+  if (i == 0) prin\
+tf("{\"ok\":true,\"median_ms\":25.0,\"min_ms\":25.0}\n");
+}
