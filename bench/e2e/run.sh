@@ -3,7 +3,8 @@
 # that bench/e2e/e2e.py starts per phase) and a mix of 10 suite ops posted through the API;
 # writes bench/results/e2e.json. Usage: bench/e2e/run.sh [BUILD_DIR] [OUT]   (bench/README.md)
 # E2E_OPS=level1/add,level2/silu_mul runs a smaller mix (a smoke run; not the committed result).
-# Each worker phase gets an empty PoCL kernel cache (POCL_CACHE_DIR), so ops are timed as new ops.
+# Each worker phase starts with an empty PoCL kernel cache (POCL_CACHE_DIR) and check-result
+# cache (TRUNCATE check_results), so ops are timed as new ops; the repeat phase says so.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=$(cd "${1:-$root/build}" && pwd)
