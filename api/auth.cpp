@@ -4,6 +4,7 @@
 
 #include <openssl/rand.h>
 
+#include <cctype>
 #include <stdexcept>
 
 #include "api/errors.h"
@@ -34,6 +35,19 @@ const char* scope_name(Scope scope) {
 }
 
 }  // namespace
+
+std::string bearer_token(const std::string& header_value) {
+  // RFC 9110 11.1: the scheme is case-insensitive, followed by one or more spaces.
+  const std::string scheme = "bearer";
+  if (header_value.size() <= scheme.size()) return "";
+  for (size_t pos = 0; pos < scheme.size(); ++pos) {
+    if (std::tolower(static_cast<unsigned char>(header_value[pos])) != scheme[pos]) return "";
+  }
+  size_t start = header_value.find_first_not_of(' ', scheme.size());
+  if (start == scheme.size() || start == std::string::npos) return "";
+  size_t end = header_value.find_last_not_of(" \t");
+  return header_value.substr(start, end + 1 - start);
+}
 
 bool Principal::allows(Scope scope) const {
   if (scope == Scope::none) return true;
@@ -76,13 +90,13 @@ AuthResult authenticate(pqxx::connection& conn, const HttpRequest& req, Scope re
     resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\"");
     return {std::nullopt, resp};
   }
-  const std::string prefix = "Bearer ";
-  if (header_value.size() <= prefix.size() || header_value.compare(0, prefix.size(), prefix) != 0) {
+  std::string token = bearer_token(header_value);
+  if (token.empty()) {
     HttpResponse resp = problem(ErrorKind::unauthorized, "Authorization must be 'Bearer <token>'");
     resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\", error=\"invalid_request\"");
     return {std::nullopt, resp};
   }
-  auto record = db::token_find(conn, sha256_hex(header_value.substr(prefix.size())));
+  auto record = db::token_find(conn, sha256_hex(token));
   if (!record) {
     HttpResponse resp = problem(ErrorKind::unauthorized, "the token is unknown or revoked");
     resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"kforge\", error=\"invalid_token\"");

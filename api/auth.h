@@ -32,6 +32,10 @@ std::string token_generate();
 //! Parses "submit", "admin" or "submit,admin"; error message names the bad scope.
 std::optional<std::string> parse_scopes(const std::string& text, std::vector<std::string>* scopes);
 
+//! The token of an Authorization value "Bearer <token>" (scheme in any case, one or
+//! more spaces), or "" when the value has another form.
+std::string bearer_token(const std::string& header_value);
+
 //! Either the caller or the error response to send (401 / 403).
 struct AuthResult {
   std::optional<Principal> principal;

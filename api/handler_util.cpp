@@ -55,6 +55,11 @@ std::optional<HttpResponse> parse_json_object(const std::string& body, json* out
     return problem(ErrorKind::bad_request,
                    std::string("the body must be a JSON object, not ") + spec::json_type_name(*out));
   }
+  // PostgreSQL text and jsonb cannot hold NUL: refuse it here, naming the field, before
+  // any work (the readers refuse it too, for callers that do not come through here).
+  if (auto field = spec::find_nul(*out)) {
+    return problem(ErrorKind::unprocessable, "the request body has invalid fields", {{*field, spec::kNulMessage}});
+  }
   return std::nullopt;
 }
 
@@ -76,6 +81,10 @@ std::string FieldReader::string(const std::string& name, bool required, const st
     return fallback;
   }
   const auto& text = value->get_ref<const std::string&>();
+  if (text.find('\0') != std::string::npos) {
+    errors_.push_back({prefix_ + name, spec::kNulMessage});
+    return fallback;
+  }
   if (required && text.empty()) {
     errors_.push_back({prefix_ + name, "must not be empty"});
     return fallback;
@@ -219,6 +228,7 @@ bool decode_cursor(const std::string& cursor, size_t count, std::vector<std::str
     if (high < 0 || low < 0) return false;
     joined += static_cast<char>(high * 16 + low);
   }
+  if (!spec::storable_text(joined)) return false;  // NUL or bad UTF-8 would reach PostgreSQL
   parts->clear();
   std::string current;
   for (char c : joined) {
@@ -274,29 +284,75 @@ HttpResponse with_db(ApiContext& ctx, const HttpRequest& req, Scope scope, const
   }
 }
 
-HttpResponse with_post(ApiContext& ctx, const HttpRequest& req, Scope scope, const PostHandler& handler) {
+bool valid_idempotency_key(const std::string& key) {
+  if (key.empty() || key.size() > 255) return false;
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7e) return false;  // printable ASCII: it is stored and compared as text
+  }
+  return true;
+}
+
+static HttpResponse idempotency_answer(pqxx::connection& conn, const db::IdempotencyRecord& stored,
+                                const std::string& request_hash, const std::string& key,
+                                const PendingReplay& pending) {
+  if (stored.request_sha256 != request_hash) {
+    return problem(ErrorKind::unprocessable,
+                   "Idempotency-Key '" + key + "' was already used with a different request body",
+                   {{"Idempotency-Key", "reused with a different body"}});
+  }
+  HttpResponse replay;
+  if (stored.status == 0) {
+    // The job was inserted with the key, but the server stopped before it stored the
+    // response: describe the job as it is now.
+    if (!pending || stored.job_id == 0) {
+      replay = problem(ErrorKind::conflict, "the first request with Idempotency-Key '" + key + "' did not finish");
+      replay.headers.emplace_back("Retry-After", "1");
+      return replay;
+    }
+    replay = pending(conn, stored.job_id);
+  } else {
+    replay.status = stored.status;
+    replay.content_type = stored.content_type;
+    replay.body = stored.body;
+  }
+  replay.headers.emplace_back("Idempotent-Replayed", "true");
+  return replay;
+}
+
+HttpResponse with_post(ApiContext& ctx, const HttpRequest& req, Scope scope, const PostHandler& handler,
+                       const PendingReplay& pending) {
   return with_db(ctx, req, scope, [&](pqxx::connection& conn, const Principal& principal) {
     json body;
     if (auto error = parse_json_object(req.body, &body)) return *error;
     std::string key = header(req, "idempotency-key");
     if (key.empty()) return handler(conn, principal, body);
-    if (key.size() > 255) {
-      return problem(ErrorKind::bad_request, "Idempotency-Key must be 1 to 255 characters",
-                     {{"Idempotency-Key", "longer than 255 characters"}});
+    if (!valid_idempotency_key(key)) {
+      return problem(ErrorKind::bad_request, "Idempotency-Key must be 1 to 255 printable ASCII characters",
+                     {{"Idempotency-Key", key.size() > 255 ? "longer than 255 characters" : "not printable ASCII"}});
     }
+    // One request per key at a time: a second one while the first runs gets 409 (it may
+    // retry), so the first body alone decides what the key is bound to.
+    std::string scope_text = principal.key() + "\n" + req.method + "\n" + req.path + "\n" + key;
+    auto lock_hash = static_cast<int32_t>(std::stoul(sha256_hex(scope_text).substr(0, 8), nullptr, 16));
+    if (!db::idempotency_try_lock(conn, lock_hash)) {
+      HttpResponse busy = problem(ErrorKind::conflict,
+                                  "a request with Idempotency-Key '" + key + "' is in progress; retry shortly");
+      busy.headers.emplace_back("Retry-After", "1");
+      return busy;
+    }
+    struct Unlock {
+      pqxx::connection& conn;
+      int32_t hash;
+      ~Unlock() {
+        try {
+          if (conn.is_open()) db::idempotency_unlock(conn, hash);
+        } catch (const std::exception&) {  // a broken connection released it already
+        }
+      }
+    } unlock{conn, lock_hash};
     std::string request_hash = sha256_hex(req.body);
     if (auto stored = db::idempotency_find(conn, principal.key(), req.method, req.path, key)) {
-      if (stored->request_sha256 != request_hash) {
-        return problem(ErrorKind::unprocessable,
-                       "Idempotency-Key '" + key + "' was already used with a different request body",
-                       {{"Idempotency-Key", "reused with a different body"}});
-      }
-      HttpResponse replay;
-      replay.status = stored->status;
-      replay.content_type = stored->content_type;
-      replay.body = stored->body;
-      replay.headers.emplace_back("Idempotent-Replayed", "true");
-      return replay;
+      return idempotency_answer(conn, *stored, request_hash, key, pending);
     }
     HttpResponse resp = handler(conn, principal, body);
     if (resp.status < 500) {

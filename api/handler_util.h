@@ -97,8 +97,18 @@ using PostHandler = std::function<HttpResponse(pqxx::connection&, const Principa
 //! Leases a connection, authenticates for `scope`, runs the handler. A lost
 //! database becomes 503 with Retry-After.
 HttpResponse with_db(ApiContext& ctx, const HttpRequest& req, Scope scope, const DbHandler& handler);
-//! with_db plus JSON body parsing and Idempotency-Key: a repeat with the same body
-//! gets the stored response (Idempotent-Replayed: true); a different body gets 422.
-HttpResponse with_post(ApiContext& ctx, const HttpRequest& req, Scope scope, const PostHandler& handler);
+//! The response for a job whose Idempotency-Key record was written with the job but
+//! whose first response was not stored (the server stopped in between).
+using PendingReplay = std::function<HttpResponse(pqxx::connection&, int64_t job_id)>;
+
+//! with_db plus JSON body parsing and Idempotency-Key (1-255 printable ASCII): one
+//! request per (caller, method, path, key) at a time (another gets 409 + Retry-After);
+//! a repeat with the same body gets the stored response (Idempotent-Replayed: true); a
+//! different body gets 422. Job-creating handlers bind the key in the job's transaction
+//! (enqueue_job) and pass `pending` to describe such a job.
+HttpResponse with_post(ApiContext& ctx, const HttpRequest& req, Scope scope, const PostHandler& handler,
+                       const PendingReplay& pending = nullptr);
+//! True for a usable Idempotency-Key: 1-255 printable ASCII characters.
+bool valid_idempotency_key(const std::string& key);
 
 }  // namespace kforge::api

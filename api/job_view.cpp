@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "common/sha256.h"
+#include "db/tokens.h"
+
 namespace kforge::api {
 
 std::string api_status(const db::Job& job) {
@@ -139,17 +142,49 @@ HttpResponse cancel_job(pqxx::connection& conn, const HttpRequest& req, const st
 std::string queue_idempotency_key(const HttpRequest& req, const Principal& principal) {
   std::string key = header(req, "idempotency-key");
   if (key.empty()) return "";
-  // Hashed so callers cannot collide across principals or routes, and it fits 255 chars.
-  return "api:" + sha256_hex(principal.key() + "\n" + req.path + "\n" + key);
+  // Hashed so callers cannot collide across principals or routes, and it fits 255 chars;
+  // the body's hash is part of it, so an in-flight job is only ever reused for its own body.
+  return "api:" + sha256_hex(principal.key() + "\n" + req.path + "\n" + key + "\n" + sha256_hex(req.body));
 }
+
+namespace {
+
+HttpResponse job_created(pqxx::connection& conn, const db::Job& job, const std::string& collection,
+                         const JobRenderer& render) {
+  HttpResponse resp = json_response(202, render(conn, job));
+  resp.headers.emplace_back("Location", collection + "/" + std::to_string(job.id));
+  return resp;
+}
+
+}  // namespace
 
 HttpResponse enqueue_job(pqxx::connection& conn, const HttpRequest& req, const Principal& principal,
                          db::JobInsert insert, const std::string& collection, const JobRenderer& render) {
   insert.idempotency_key = queue_idempotency_key(req, principal);
-  auto inserted = db::job_insert(conn, insert);
-  HttpResponse resp = json_response(202, render(conn, inserted.job));
-  resp.headers.emplace_back("Location", collection + "/" + std::to_string(inserted.job.id));
-  return resp;
+  std::string key = header(req, "idempotency-key");
+  db::InsertResult inserted;
+  {
+    // The job and the key's binding to this body commit together or not at all.
+    pqxx::work txn(conn);
+    inserted = db::job_insert(txn, insert);
+    if (!key.empty() && !db::idempotency_bind(txn, principal.key(), req.method, req.path, key,
+                                              sha256_hex(req.body), inserted.job.id)) {
+      txn.abort();  // with_post's lock makes this unreachable short of a lock lost with its connection
+      HttpResponse busy = problem(ErrorKind::conflict, "Idempotency-Key '" + key + "' was bound meanwhile; retry");
+      busy.headers.emplace_back("Retry-After", "1");
+      return busy;
+    }
+    txn.commit();
+  }
+  return job_created(conn, inserted.job, collection, render);
+}
+
+PendingReplay job_replay(const std::string& collection, const JobRenderer& render) {
+  return [collection, render](pqxx::connection& conn, int64_t job_id) {
+    auto job = db::job_get(conn, job_id);
+    if (!job) return problem(ErrorKind::not_found, "the job created with this Idempotency-Key no longer exists");
+    return job_created(conn, *job, collection, render);
+  };
 }
 
 }  // namespace kforge::api

@@ -40,9 +40,12 @@ HttpResponse cancel_job(pqxx::connection& conn, const HttpRequest& req, const st
                         const std::string& noun, const JobRenderer& render);
 //! The key passed to the queue for Idempotency-Key, scoped to the caller.
 std::string queue_idempotency_key(const HttpRequest& req, const Principal& principal);
-//! POST of a job resource: inserts `insert` with the request's Idempotency-Key and
-//! answers 202 with render(job) and Location: <collection>/<id>.
+//! POST of a job resource: inserts `insert` and, when the request has an Idempotency-Key,
+//! binds the key to the body's hash in the same transaction (with_post stores the
+//! response after); answers 202 with render(job) and Location: <collection>/<id>.
 HttpResponse enqueue_job(pqxx::connection& conn, const HttpRequest& req, const Principal& principal,
                          db::JobInsert insert, const std::string& collection, const JobRenderer& render);
+//! with_post's PendingReplay for a job collection: 202 with the job as it is now.
+PendingReplay job_replay(const std::string& collection, const JobRenderer& render);
 
 }  // namespace kforge::api

@@ -86,7 +86,10 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
                           "must be an object"}});
     return out;
   }
-  auto parsed = spec::parse_op_spec(op_body.dump());
+  // The suite level is the API's (read_level); everything else must belong to the op format.
+  json format_only = op_body;
+  format_only.erase("level");
+  auto parsed = spec::parse_op_spec(format_only.dump(), /*reject_unknown=*/true);
   int level = 0;
   auto level_error = read_level(op_body, &level);
   if (!parsed.ok() || level_error) {
@@ -119,12 +122,20 @@ OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& pri
     out.error = probe_failure(probe, field_prefix);
     return out;
   }
-  json sample = {{"outputs", json::array()}, {"scaled", probe.scaled}, {"wall_ms", probe.wall_ms}};
+  // `outputs` are the declared shapes' (the probe may have run on scaled-down inputs);
+  // what the sample run itself produced is kept beside them as sample_outputs.
+  auto outputs_json = [](const std::vector<harness::OutputInfo>& outputs) {
+    json out = json::array();
+    for (const auto& output : outputs) out.push_back({{"shape", output.shape}, {"dtype", spec::dtype_name(output.dtype)}});
+    return out;
+  };
+  json sample = {{"outputs", outputs_json(probe.declared_outputs)},
+                 {"sample_outputs", outputs_json(probe.outputs)},
+                 {"scaled", probe.scaled},
+                 {"wall_ms", probe.wall_ms}};
+  if (!probe.declared_error.empty()) sample["declared_outputs_error"] = probe.declared_error;
   sample["shapes"] = json::object();
   for (const auto& [name, shape] : probe.shapes) sample["shapes"][name] = shape;
-  for (const auto& output : probe.outputs) {
-    sample["outputs"].push_back({{"shape", output.shape}, {"dtype", spec::dtype_name(output.dtype)}});
-  }
   db::OpRecord record;
   record.name = parsed.spec.name;
   record.source = parsed.spec.source;

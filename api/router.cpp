@@ -42,6 +42,19 @@ bool match(const std::vector<std::string>& pattern, const std::vector<std::strin
 
 }  // namespace
 
+HttpResponse options_response(const std::string& allowed) {
+  std::string methods = allowed;
+  if ((", " + methods + ",").find(", GET,") != std::string::npos) methods += ", HEAD";
+  methods += ", OPTIONS";
+  // 200 with no content (RFC 9110 9.3.7), not 204: the HTTP library always sends
+  // Content-Length, which a 204 must not carry.
+  HttpResponse resp;
+  resp.status = 200;
+  resp.content_type = "";
+  resp.headers.emplace_back("Allow", methods);
+  return resp;
+}
+
 void Router::add(const std::string& method, const std::string& pattern, Handler handler, bool runs_inline) {
   routes_.push_back({method, pattern, split_path(pattern), std::move(handler), runs_inline});
 }
@@ -88,7 +101,23 @@ std::string Router::route_of(const std::string& path) const {
   return "";
 }
 
+std::optional<HttpResponse> check_request_text(const HttpRequest& req) {
+  // Paths and query values reach PostgreSQL as text: NUL or invalid UTF-8 would be a 500 there.
+  if (!spec::storable_text(req.path)) {
+    return problem(ErrorKind::bad_request, "the path holds a NUL character or invalid UTF-8");
+  }
+  for (const auto& [name, value] : req.query) {
+    if (!spec::storable_text(name) || !spec::storable_text(value)) {
+      std::string shown = spec::storable_text(name) ? name : "(unprintable)";
+      return problem(ErrorKind::bad_request, "query parameter " + shown + " holds a NUL character or invalid UTF-8",
+                     {{shown, "holds a NUL character or invalid UTF-8"}});
+    }
+  }
+  return std::nullopt;
+}
+
 HttpResponse Router::dispatch(HttpRequest& req) const {
+  if (auto bad = check_request_text(req)) return *bad;
   auto parts = split_path(req.path);
   std::string allowed;
   for (const auto& route : routes_) {
@@ -106,6 +135,7 @@ HttpResponse Router::dispatch(HttpRequest& req) const {
       return problem(ErrorKind::internal, "internal error (request id " + req.request_id + ")");
     }
   }
+  if (!allowed.empty() && req.method == "OPTIONS") return options_response(allowed);
   if (!allowed.empty()) {
     HttpResponse resp = problem(ErrorKind::method_not_allowed, req.method + " is not allowed on " + req.path);
     resp.headers.emplace_back("Allow", allowed);

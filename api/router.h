@@ -1,5 +1,6 @@
 // Method + path-pattern routing ("/v1/ops/{id}"), answering 404 for unknown
-// paths and 405 (with Allow) for a known path with the wrong method.
+// paths, 405 (with Allow) for a known path with the wrong method, 200 (with Allow)
+// for OPTIONS on a known path, and 400 for a path or query holding NUL or invalid UTF-8.
 // Test: ctest -R api_router_test.
 #pragma once
 
@@ -16,6 +17,14 @@ using Handler = std::function<HttpResponse(HttpRequest&)>;
 //! A non-blocking shortcut tried on the HTTP thread first (a cache lookup);
 //! nullopt means "run the real handler on the executor".
 using FastPath = std::function<std::optional<HttpResponse>(HttpRequest&)>;
+
+//! Checks the decoded path and query of a request: 400 when any holds a NUL character
+//! or invalid UTF-8 (they reach PostgreSQL as text). Router::dispatch runs it first.
+std::optional<HttpResponse> check_request_text(const HttpRequest& req);
+
+//! 200 with no content and Allow: `allowed` (registered methods, comma-separated) plus HEAD
+//! when GET is among them, plus OPTIONS: the answer to OPTIONS on a known path.
+HttpResponse options_response(const std::string& allowed);
 
 class Router {
  public:

@@ -58,6 +58,7 @@ HttpResponse serve_static(const std::string& web_dir, const std::string& path) {
   if (rel.find("..") != std::string::npos || rel.find('\0') != std::string::npos) {
     return problem(ErrorKind::not_found, "no such file " + path);
   }
+  // Only regular files: a directory ("/.", "/js/") opens as a stream that reads nothing.
   std::error_code ec;
   std::ifstream in;
   if (std::filesystem::is_regular_file(web_dir + rel, ec)) in.open(web_dir + rel, std::ios::binary);
@@ -102,10 +103,15 @@ void add_system_routes(Router& router, SystemState& state) {
   }, /*runs_inline=*/true);
   router.add("GET", "/v1/ready", [&state](HttpRequest&) { return ready(state); });
   router.set_fallback([&state](HttpRequest& req) {
-    if (req.method != "GET" && req.method != "HEAD") return problem(ErrorKind::not_found, "no route for " + req.path);
     if (req.path.rfind("/v1/", 0) == 0) return problem(ErrorKind::not_found, "no route for " + req.path);
-    if (req.path.rfind("/vendor/", 0) == 0) return serve_vendor(state.vendor_dir, req.path);
-    return serve_static(state.web_dir, req.path);
+    HttpResponse file = req.path.rfind("/vendor/", 0) == 0 ? serve_vendor(state.vendor_dir, req.path)
+                                                           : serve_static(state.web_dir, req.path);
+    if (req.method == "GET" || req.method == "HEAD" || file.status != 200) return file;
+    // A static file answers GET and HEAD only.
+    if (req.method == "OPTIONS") return options_response("GET");
+    HttpResponse resp = problem(ErrorKind::method_not_allowed, req.method + " is not allowed on " + req.path);
+    resp.headers.emplace_back("Allow", "GET");
+    return resp;
   });
 }
 

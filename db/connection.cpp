@@ -24,6 +24,16 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   return std::make_unique<pqxx::connection>(with_defaults(url));
 }
 
+bool is_connection_error(const std::exception& e, bool connection_open) {
+  if (dynamic_cast<const pqxx::broken_connection*>(&e) || dynamic_cast<const pqxx::in_doubt_error*>(&e)) return true;
+  if (auto sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    const std::string& state = sql->sqlstate();
+    // 08: connection exception; 57P: operator intervention (shutdown, restart).
+    if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0) return true;
+  }
+  return !connection_open;
+}
+
 ConnectionPool::ConnectionPool(std::string url, size_t size) : url_(std::move(url)), size_(size) {}
 
 ConnectionPool::Lease::~Lease() {

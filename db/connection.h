@@ -1,9 +1,11 @@
 // Opening PostgreSQL connections with kforge's defaults (connect timeout,
-// application name), and a small bounded pool for the server's executor.
-// Test: every database test, e.g. scripts/test.sh build -R db_queue_test.
+// application name), a reconnecting link for long-lived users, and a small bounded
+// pool for the server's executor.
+// Test: every database test, e.g. scripts/test.sh build -R 'db_queue_test|worker_'.
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +21,30 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
 //! The URL with those defaults applied (exposed for tests and logging).
 std::string with_defaults(const std::string& url);
+
+//! One connection that reopens on the next get() after reset() or once it is closed:
+//! what a long-lived thread or job holds to ride out a database restart.
+class Link {
+ public:
+  explicit Link(std::string url) : url_(std::move(url)) {}
+  //! The open connection, connecting first if needed (throws pqxx::broken_connection).
+  pqxx::connection& get() {
+    if (!conn_ || !conn_->is_open()) conn_ = connect(url_);
+    return *conn_;
+  }
+  //! Drops the connection; the next get() opens a new one.
+  void reset() { conn_.reset(); }
+  //! True while a connection is open.
+  bool healthy() const { return conn_ && conn_->is_open(); }
+
+ private:
+  std::string url_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+//! True when `e` means the connection or the server went away (retry on a new
+//! connection), false for an error of the statement itself.
+bool is_connection_error(const std::exception& e, bool connection_open);
 
 //! A fixed-size pool. acquire() blocks until a connection is free; broken
 //! connections are dropped on release and reopened lazily.

@@ -45,9 +45,17 @@ std::optional<ModelRecord> model_get(pqxx::connection& conn, int64_t model_id) {
   return first_model(txn.exec_params(sql("model_get"), model_id));
 }
 
-std::optional<ModelRecord> model_find(pqxx::connection& conn, const std::string& name, int version) {
+std::optional<ModelRecord> model_find(pqxx::connection& conn, const std::string& name, int version,
+                                      bool include_archived) {
   pqxx::read_transaction txn(conn);
-  return first_model(txn.exec_params(sql("model_find"), name, version));
+  return first_model(txn.exec_params(sql("model_find"), name, version, include_archived));
+}
+
+bool model_archive(pqxx::connection& conn, int64_t model_id) {
+  pqxx::work txn(conn);
+  bool archived = !txn.exec_params(sql("model_archive"), model_id).empty();
+  txn.commit();
+  return archived;
 }
 
 std::vector<ModelRecord> model_list(pqxx::connection& conn, int64_t after_id, int limit) {

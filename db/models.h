@@ -31,8 +31,12 @@ struct ModelRecord {
 ModelRecord model_insert(pqxx::connection& conn, ModelRecord model);
 //! One model by id.
 std::optional<ModelRecord> model_get(pqxx::connection& conn, int64_t model_id);
-//! By name, newest version when version is 0.
-std::optional<ModelRecord> model_find(pqxx::connection& conn, const std::string& name, int version);
+//! By name, newest version when version is 0; archived versions only with include_archived
+//! (numbering a new version must count them; resolving a request must not).
+std::optional<ModelRecord> model_find(pqxx::connection& conn, const std::string& name, int version,
+                                      bool include_archived = false);
+//! Archives a version (state archived). False when it is training (or does not exist).
+bool model_archive(pqxx::connection& conn, int64_t model_id);
 //! Newest first with id < after_id (0: from the newest).
 std::vector<ModelRecord> model_list(pqxx::connection& conn, int64_t after_id, int limit);
 

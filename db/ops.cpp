@@ -87,6 +87,18 @@ std::vector<OpRecord> op_list(pqxx::connection& conn, int64_t after_id, int limi
   return out;
 }
 
+OpDelete op_delete(pqxx::connection& conn, int64_t op_id) {
+  OpDelete out;
+  pqxx::work txn(conn);
+  out.found = !txn.exec_params(sql("op_lock"), op_id).empty();
+  if (!out.found) return out;
+  out.in_flight = txn.exec_params1(sql("op_generations_in_flight"), op_id)[0].as<int64_t>();
+  if (out.in_flight > 0) return out;
+  out.candidates_deleted = txn.exec_params1(sql("op_delete"), op_id)[0].as<int64_t>();
+  txn.commit();
+  return out;
+}
+
 int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& c) {
   pqxx::work txn(conn);
   auto row = txn.exec_params1(sql("candidate_insert"), c.job_id, c.op_id, c.model_id, c.sample_idx, c.target, c.device,
@@ -94,6 +106,24 @@ int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& c) {
                               c.flagged, c.details_json);
   txn.commit();
   return row[0].as<int64_t>();
+}
+
+bool candidate_begin_attempt(pqxx::connection& conn, const JobLease& lease) {
+  pqxx::work txn(conn);
+  bool held = txn.exec_params1(sql("candidate_begin_attempt"), lease.job_id, lease.worker_id, lease.attempt)[0]
+                  .as<bool>();
+  txn.commit();
+  return held;
+}
+
+std::optional<int64_t> candidate_write(pqxx::connection& conn, const JobLease& lease, const CandidateRecord& c) {
+  pqxx::work txn(conn);
+  auto rows = txn.exec_params(sql("candidate_write"), lease.job_id, c.op_id, c.model_id, c.sample_idx, c.target,
+                              c.device, c.source, c.outcome, c.message, c.reward, c.kernel_ms, c.baseline_ms,
+                              c.speedup, c.flagged, c.details_json, lease.worker_id, lease.attempt);
+  txn.commit();
+  if (rows.empty()) return std::nullopt;
+  return rows[0][0].as<int64_t>();
 }
 
 std::vector<CandidateRecord> candidate_list_for_job(pqxx::connection& conn, int64_t job_id, int64_t after_id,

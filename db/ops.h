@@ -10,6 +10,8 @@
 
 #include <pqxx/pqxx>
 
+#include "db/queue.h"
+
 namespace kforge::db {
 
 //! A stored op.
@@ -35,6 +37,15 @@ std::optional<OpRecord> op_find_by_sha256(pqxx::connection& conn, const std::str
 //! Ops newest first with id < after_id (0: from the newest).
 std::vector<OpRecord> op_list(pqxx::connection& conn, int64_t after_id, int limit);
 
+//! What op_delete did.
+struct OpDelete {
+  bool found = false;            //!< false: no such op
+  int64_t in_flight = 0;         //!< > 0: generations of it are waiting or running; nothing deleted
+  int64_t candidates_deleted = 0;
+};
+//! Deletes an op and its candidates in one transaction, unless a generation of it is in flight.
+OpDelete op_delete(pqxx::connection& conn, int64_t op_id);
+
 //! One checked kernel (harness outcome vocabulary).
 struct CandidateRecord {
   int64_t id = 0;
@@ -56,8 +67,15 @@ struct CandidateRecord {
   std::string created_at;
 };
 
-//! Inserts a candidate; returns its id.
+//! Inserts a candidate; returns its id. (Imports and tests; a job writes through candidate_write.)
 int64_t candidate_insert(pqxx::connection& conn, const CandidateRecord& candidate);
+//! Starts an attempt of a job: deletes its candidates from other attempts, only while
+//! `lease` holds the job. False when it does not (the lease was lost).
+bool candidate_begin_attempt(pqxx::connection& conn, const JobLease& lease);
+//! Writes the candidate of (lease.job_id, lease.attempt, sample_idx) once, only while
+//! `lease` holds the job: a repeat returns the same row's id. nullopt when the lease is lost.
+std::optional<int64_t> candidate_write(pqxx::connection& conn, const JobLease& lease,
+                                       const CandidateRecord& candidate);
 //! A job's candidates in id order after `after_id`.
 std::vector<CandidateRecord> candidate_list_for_job(pqxx::connection& conn, int64_t job_id, int64_t after_id,
                                                     int limit);

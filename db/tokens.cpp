@@ -90,7 +90,23 @@ std::optional<IdempotencyRecord> idempotency_find(pqxx::connection& conn, const 
   if (result.empty()) return std::nullopt;
   const auto& row = result[0];
   return IdempotencyRecord{row[0].as<std::string>(), row[1].as<int>(), row[2].as<std::string>(),
-                           row[3].as<std::string>()};
+                           row[3].as<std::string>(), row[4].as<int64_t>()};
+}
+
+bool idempotency_bind(pqxx::transaction_base& txn, const std::string& principal, const std::string& method,
+                      const std::string& path, const std::string& key, const std::string& request_sha256,
+                      int64_t job_id) {
+  return !txn.exec_params(sql("idempotency_bind"), principal, method, path, key, request_sha256, job_id).empty();
+}
+
+bool idempotency_try_lock(pqxx::connection& conn, int32_t key_hash) {
+  pqxx::nontransaction txn(conn);
+  return txn.exec_params1(sql("idempotency_try_lock"), key_hash)[0].as<bool>();
+}
+
+void idempotency_unlock(pqxx::connection& conn, int32_t key_hash) {
+  pqxx::nontransaction txn(conn);
+  txn.exec_params(sql("idempotency_unlock"), key_hash);
 }
 
 void idempotency_store(pqxx::connection& conn, const std::string& principal, const std::string& method,

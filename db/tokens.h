@@ -35,9 +35,10 @@ bool token_revoke(pqxx::connection& conn, int64_t token_id);
 //! The first response given to one (principal, method, path, key).
 struct IdempotencyRecord {
   std::string request_sha256;
-  int status = 0;
+  int status = 0;  //!< 0: bound to job_id in the job's transaction, response not stored yet
   std::string content_type;
   std::string body;
+  int64_t job_id = 0;  //!< the job a job-creating POST inserted (0 = none)
 };
 
 //! Looks up a record younger than 24 hours.
@@ -47,6 +48,17 @@ std::optional<IdempotencyRecord> idempotency_find(pqxx::connection& conn, const 
 //! Stores the first response (an existing fresh record wins).
 void idempotency_store(pqxx::connection& conn, const std::string& principal, const std::string& method,
                        const std::string& path, const std::string& key, const IdempotencyRecord& record);
+
+//! Inside the job insert's transaction: binds the key to `request_sha256` and `job_id`
+//! (status 0). False when a fresh record already holds the key (roll back then).
+bool idempotency_bind(pqxx::transaction_base& txn, const std::string& principal, const std::string& method,
+                      const std::string& path, const std::string& key, const std::string& request_sha256,
+                      int64_t job_id);
+//! Takes the session lock for one key's hash without waiting; false when another
+//! request holds it. Release with idempotency_unlock on the same connection.
+bool idempotency_try_lock(pqxx::connection& conn, int32_t key_hash);
+//! Releases idempotency_try_lock's lock.
+void idempotency_unlock(pqxx::connection& conn, int32_t key_hash);
 
 //! Deletes idempotency records older than 24 hours; returns how many.
 int64_t idempotency_expire(pqxx::connection& conn);

@@ -27,6 +27,13 @@ void worker_stop(pqxx::connection& conn, int64_t worker_id) {
   txn.commit();
 }
 
+int64_t worker_mark_dead(pqxx::connection& conn, double silent_seconds) {
+  pqxx::work txn(conn);
+  auto rows = txn.exec_params(sql("worker_mark_dead"), silent_seconds);
+  txn.commit();
+  return static_cast<int64_t>(rows.size());
+}
+
 int64_t worker_capable_count(pqxx::transaction_base& txn, const std::vector<std::string>& tags, double alive_seconds) {
   return txn.exec_params1(sql("worker_capable_count"), capability_array(tags), alive_seconds)[0].as<int64_t>();
 }

@@ -5,15 +5,19 @@
 // reply (api/conditional.h: ETag, 304), count, log. See docs/api.md for what cpprestsdk does not let us bound.
 #include "server/http_adapter.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include <cpprest/filestream.h>
 #include <cpprest/http_listener.h>
 #include <cpprest/uri.h>
+#include <pplx/threadpool.h>
 
 #include "api/conditional.h"
 #include "api/errors.h"
@@ -26,6 +30,18 @@ namespace http = web::http;
 namespace {
 
 constexpr size_t kReadStep = 64 << 10;
+
+// On every response. The policy fits the web UI: its own scripts, styles and
+// /vendor/ libraries only, data: images (the favicon), fetch() to this origin, never framed.
+const std::pair<const char*, const char*> kSecurityHeaders[] = {
+    {"Content-Security-Policy",
+     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+     "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"X-Frame-Options", "DENY"},
+    {"Referrer-Policy", "no-referrer"},
+    {"Cross-Origin-Opener-Policy", "same-origin"},
+};
 
 bool valid_request_id(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -44,6 +60,11 @@ std::string random_prefix() {
 }
 
 }  // namespace
+
+size_t default_http_threads() {
+  size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max<size_t>(4, 2 * cores);
+}
 
 struct HttpServer::Impl {
   const api::Router& router;
@@ -67,31 +88,39 @@ struct HttpServer::Impl {
 
   void finish(const std::shared_ptr<Exchange>& ex, api::HttpResponse resp, bool close_connection = false) {
     resp = api::conditional_get(ex->req, std::move(resp));  // ETag on 200 GETs; 304 when the client has it
+    bool head = ex->req.method == "HEAD";
+    // A file body is streamed from disk in cpprestsdk's chunks, never held in memory whole.
+    std::optional<concurrency::streams::istream> file;
+    uint64_t file_size = 0;
+    if (!resp.body_file.empty()) {
+      std::error_code ec;
+      file_size = std::filesystem::file_size(resp.body_file, ec);
+      try {
+        if (ec) throw std::runtime_error(ec.message());
+        if (!head) file = concurrency::streams::file_stream<uint8_t>::open_istream(resp.body_file).get();
+      } catch (const std::exception& e) {
+        log_error("http", "cannot stream file", {{"path", resp.body_file}, {"error", e.what()}});
+        resp = api::problem(api::ErrorKind::internal, "cannot open the file to stream it");
+      }
+    }
     http::http_response out(static_cast<http::status_code>(resp.status));
     for (const auto& [name, value] : resp.headers) out.headers().add(name, value);
+    for (const auto& [name, value] : kSecurityHeaders) out.headers().add(name, value);
     out.headers().add("X-Request-Id", ex->req.request_id);
-    if (close_connection) out.headers().add("Connection", "close");
-    if (!resp.body_file.empty() && ex->req.method != "HEAD") {
-      // Streamed from disk in cpprestsdk's chunks; never held in memory whole.
-      try {
-        std::error_code ec;
-        auto size = std::filesystem::file_size(resp.body_file, ec);
-        auto stream = concurrency::streams::file_stream<uint8_t>::open_istream(resp.body_file).get();
-        out.set_body(stream, ec ? 0 : size, resp.content_type);
-      } catch (const std::exception& e) {
-        resp = api::problem(api::ErrorKind::internal, "cannot open the file to stream it");
-        out = http::http_response(static_cast<http::status_code>(resp.status));
-        out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
-        log_error("http", "cannot stream file", {{"path", resp.body_file}, {"error", e.what()}});
-      }
-    } else if (resp.status == 304) {
-      // No body and no Content-Length: a 304 describes the 200 the client holds.
-    } else if (ex->req.method == "HEAD") {
-      out.headers().set_content_length(resp.body.size());
+    // cpprestsdk knows nothing of HEAD: it writes Content-Length bytes from the body
+    // stream. So a HEAD reply carries the GET's length over an empty stream, and the
+    // connection closes after the headers (the library ends it when the stream runs dry).
+    if (close_connection || head) out.headers().add("Connection", "close");
+    if (head) {
+      out.set_body(std::vector<unsigned char>());
+      out.headers().set_content_length(resp.body_file.empty() ? resp.body.size() : file_size);
+    } else if (file) {
+      out.set_body(*file, file_size, resp.content_type);
     } else {
       out.set_body(std::vector<unsigned char>(resp.body.begin(), resp.body.end()));
     }
-    out.headers().set_content_type(resp.content_type);
+    if (!resp.content_type.empty()) out.headers().set_content_type(resp.content_type);
+    else out.headers().remove(http::header_names::content_type);
     // Record before replying: once the client has the response, /metrics and the
     // access log must already count it.
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ex->started).count();
@@ -132,7 +161,9 @@ struct HttpServer::Impl {
   }
 
   void dispatch(const std::shared_ptr<Exchange>& ex) {
-    if (router.runs_inline(ex->req.method == "HEAD" ? "GET" : ex->req.method, ex->req.path)) {
+    // OPTIONS only lists methods; inline routes never block (no database, no disk).
+    if (ex->req.method == "OPTIONS" ||
+        router.runs_inline(ex->req.method == "HEAD" ? "GET" : ex->req.method, ex->req.path)) {
       finish(ex, router.dispatch(ex->req));
       return;
     }
@@ -226,8 +257,24 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::start() {
   std::string address = "http://" + impl_->options.host + ":" + std::to_string(impl_->options.port);
+  // cpprestsdk's own default is 40 threads whatever the machine. On 2 cores that many
+  // threads contending for one asio queue put the leaderboard's p99 at 64 connections
+  // near 70 ms; 4 threads gave 12-15 ms at the same rate (docs/api.md, bench/api).
+  size_t threads = impl_->options.threads > 0 ? static_cast<size_t>(impl_->options.threads)
+                                              : default_http_threads();
+  try {
+    crossplat::threadpool::initialize_with_threads(threads);
+  } catch (const std::exception&) {  // the pool exists already (a second listener in this process)
+    log_warn("http", "cpprestsdk's thread pool was made before this listener; keeping its size",
+             {{"requested_threads", std::to_string(threads)}});
+  }
   impl_->listener = std::make_unique<http::experimental::listener::http_listener>(address);
-  impl_->listener->support([this](http::http_request request) { impl_->handle(std::move(request)); });
+  auto handle = [this](http::http_request request) { impl_->handle(std::move(request)); };
+  impl_->listener->support(handle);
+  // cpprestsdk answers OPTIONS and TRACE itself unless they have their own handler (and
+  // its TRACE echoes the request, cookies and tokens included): route them like the rest.
+  impl_->listener->support(http::methods::OPTIONS, handle);
+  impl_->listener->support(http::methods::TRCE, handle);
   try {
     impl_->listener->open().wait();
   } catch (const std::exception& e) {

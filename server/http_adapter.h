@@ -20,7 +20,11 @@ struct HttpOptions {
   size_t max_body_bytes = 1 << 20;     //!< 413 above it (Content-Length or while reading chunks)
   size_t max_header_bytes = 16 << 10;  //!< 431 above it (names + values of all headers)
   bool access_log = true;              //!< one info line per request
+  int threads = 0;                     //!< cpprestsdk's I/O and callback threads (0: default_http_threads())
 };
+
+//! Threads of cpprestsdk's pool when HttpOptions::threads is 0: two per CPU core, at least 4.
+size_t default_http_threads();
 
 class HttpServer {
  public:

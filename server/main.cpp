@@ -44,6 +44,7 @@ std::vector<kforge::FlagSpec> flag_specs() {
       {"max-queue", "KFORGE_MAX_QUEUE", "1024", "handler tasks that may wait before the server answers 503"},
       {"max-header-bytes", "KFORGE_MAX_HEADER_BYTES", "16384", "request header limit (431 above it)"},
       {"access-log", "KFORGE_ACCESS_LOG", "true", "log one line per request (true/false)", true},
+      {"http-threads", "KFORGE_HTTP_THREADS", "0", "cpprestsdk's I/O and callback threads (0: two per CPU core, at least 4)"},
       {"models-dir", "KFORGE_MODELS_DIR", "", "directory of model versions (default: <data dir>/models)"},
       {"leaderboard-cache-ms", "KFORGE_LEADERBOARD_CACHE_MS", "1000", "how stale a leaderboard page may be (0: no cache)"},
       {"probe-timeout-s", "KFORGE_PROBE_TIMEOUT_S", "20", "wall/CPU limit of a submitted op's sample run"},
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
 
   // Every numeric flag is read here, so a typo is one clear message, not an abort.
   int port = 0, pool_flag = 0, threads_flag = 0, max_queue = 0, cache_ms = 0, probe_mb = 0;
-  int max_body = 0, max_header = 0;
+  int max_body = 0, max_header = 0, http_threads = 0;
   double probe_s = 0;
   try {
     port = flags.get_int("port");
@@ -180,13 +181,14 @@ int main(int argc, char** argv) {
     probe_s = flags.get_double("probe-timeout-s");
     max_body = flags.get_int("max-body-bytes");
     max_header = flags.get_int("max-header-bytes");
+    http_threads = flags.get_int("http-threads");
   } catch (const std::exception& e) {
     std::cerr << "kforge-server: " << e.what() << "\n";
     return 2;
   }
-  if (max_body < 1 || max_header < 1 || probe_s <= 0 || probe_mb < 64) {
+  if (max_body < 1 || max_header < 1 || probe_s <= 0 || probe_mb < 64 || http_threads < 0 || http_threads > 1024) {
     std::cerr << "kforge-server: --max-body-bytes and --max-header-bytes must be positive, --probe-timeout-s > 0, "
-                 "--probe-memory-mb >= 64\n";
+                 "--probe-memory-mb >= 64, --http-threads 0 (default) to 1024\n";
     return 2;
   }
   raise_fd_limit();
@@ -220,6 +222,7 @@ int main(int argc, char** argv) {
   options.max_body_bytes = ctx.max_body_bytes;
   options.max_header_bytes = static_cast<size_t>(max_header);
   options.access_log = flags.get_bool("access-log");
+  options.threads = http_threads;
   kforge::server::HttpServer http(router, executor, &metrics, options);
   try {
     http.start();

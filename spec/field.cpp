@@ -58,6 +58,10 @@ json check_string(const FieldInfo& field, const json& value, std::string* messag
     return nullptr;
   }
   const auto& text = value.get_ref<const std::string&>();
+  if (text.find('\0') != std::string::npos) {
+    *message = kNulMessage;
+    return nullptr;
+  }
   if (field.minimum.is_number() && static_cast<int64_t>(text.size()) < field.minimum.get<int64_t>()) {
     *message = text.empty() ? "must not be empty" : "is shorter than " + field.minimum.dump() + " bytes";
     return nullptr;
@@ -84,6 +88,10 @@ json check_choice(const FieldInfo& field, const json& value, std::string* messag
 json check_model_ref(const json& value, std::string* message) {
   std::string name;
   int version = 0;
+  if (value.is_string() && value.get_ref<const std::string&>().find('\0') != std::string::npos) {
+    *message = kNulMessage;
+    return nullptr;
+  }
   if (!value.is_string() || !parse_model_ref(value.get<std::string>(), &name, &version)) {
     *message = "must be a model name or name@version, such as kforge-tiny@2";
     return nullptr;
@@ -120,6 +128,57 @@ void reject_unknown(const json& object, const std::string& group, const std::vec
 }
 
 }  // namespace
+
+const char* const kNulMessage = "must not contain NUL characters (\\u0000)";
+
+bool storable_text(std::string_view text) {
+  // UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+  size_t pos = 0;
+  while (pos < text.size()) {
+    auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte == 0) return false;
+    if (byte < 0x80) {
+      ++pos;
+      continue;
+    }
+    size_t extra = 0;
+    uint32_t min_code = 0, code = 0;
+    if ((byte & 0xe0) == 0xc0) extra = 1, min_code = 0x80, code = byte & 0x1f;
+    else if ((byte & 0xf0) == 0xe0) extra = 2, min_code = 0x800, code = byte & 0x0f;
+    else if ((byte & 0xf8) == 0xf0) extra = 3, min_code = 0x10000, code = byte & 0x07;
+    else return false;
+    if (pos + extra >= text.size()) return false;  // truncated sequence
+    for (size_t cont_idx = 1; cont_idx <= extra; ++cont_idx) {
+      auto cont = static_cast<unsigned char>(text[pos + cont_idx]);
+      if ((cont & 0xc0) != 0x80) return false;
+      code = (code << 6) | (cont & 0x3f);
+    }
+    if (code < min_code || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    pos += extra + 1;
+  }
+  return true;
+}
+
+std::optional<std::string> find_nul(const json& value, const std::string& path) {
+  if (value.is_string()) {
+    if (value.get_ref<const std::string&>().find('\0') != std::string::npos) return path;
+    return std::nullopt;
+  }
+  if (value.is_array()) {
+    for (size_t item_idx = 0; item_idx < value.size(); ++item_idx) {
+      if (auto found = find_nul(value[item_idx], path + "[" + std::to_string(item_idx) + "]")) return found;
+    }
+    return std::nullopt;
+  }
+  if (value.is_object()) {
+    for (const auto& item : value.items()) {
+      std::string member = path.empty() ? item.key() : path + "." + item.key();
+      if (item.key().find('\0') != std::string::npos) return member;
+      if (auto found = find_nul(item.value(), member)) return found;
+    }
+  }
+  return std::nullopt;
+}
 
 std::string describe_errors(const std::vector<FieldError>& errors) {
   std::string out;

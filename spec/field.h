@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -23,6 +25,14 @@ struct FieldError {
 
 //! "field: message; field: message" (the message alone when the field is "").
 std::string describe_errors(const std::vector<FieldError>& errors);
+
+//! True when `text` is valid UTF-8 without NUL: what a PostgreSQL text column accepts.
+bool storable_text(std::string_view text);
+//! The message a field with a NUL character gets ("must not contain NUL characters").
+extern const char* const kNulMessage;
+//! The dotted path ("inputs[0].name", "config.x") of the first string or member name in
+//! `value` that holds a NUL character, or nullopt. `path` is the value's own path.
+std::optional<std::string> find_nul(const json& value, const std::string& path = "");
 
 //! The document a reader reads.
 enum class Source {

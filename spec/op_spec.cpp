@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
 #include <set>
 
 namespace kforge::spec {
@@ -35,7 +36,19 @@ class Parser {
  public:
   std::vector<FieldError> errors;
 
+  bool reject_unknown = false;
+
   void fail(const std::string& field, const std::string& message) { errors.push_back({field, message}); }
+
+  // With reject_unknown, a member the format does not define is an error, as in the rest of the API.
+  void only(const json& object, const std::string& prefix, std::initializer_list<const char*> known) {
+    if (!reject_unknown || !object.is_object()) return;
+    for (const auto& item : object.items()) {
+      bool found = false;
+      for (const char* name : known) found = found || item.key() == name;
+      if (!found) fail(prefix + item.key(), "is not a known field");
+    }
+  }
 
   bool parse_shape(const json& value, const std::string& field, std::vector<int64_t>& shape) {
     if (!value.is_array()) {
@@ -121,6 +134,7 @@ class Parser {
       fail(field, "expected an object {\"name\", \"shape\", \"dtype\", \"dist\"}");
       return;
     }
+    only(value, field + ".", {"name", "shape", "dtype", "dist"});
     if (!value.contains("name") || !value["name"].is_string()) {
       fail(field + ".name", "required string");
     } else {
@@ -156,6 +170,7 @@ class Parser {
       }
       holder = &root["tolerance"];
       prefix = "tolerance.";
+      only(*holder, prefix, {"atol", "rtol"});
     }
     for (const char* key : {"atol", "rtol"}) {
       if (!holder->contains(key)) continue;
@@ -230,9 +245,10 @@ ShapeSet OpSpec::main_shapes() const {
   return shapes;
 }
 
-OpSpecParse parse_op_spec(const std::string& text) {
+OpSpecParse parse_op_spec(const std::string& text, bool reject_unknown) {
   OpSpecParse result;
   Parser p;
+  p.reject_unknown = reject_unknown;
   json root;
   try {
     root = json::parse(text);
@@ -245,6 +261,7 @@ OpSpecParse parse_op_spec(const std::string& text) {
     return result;
   }
   OpSpec& spec = result.spec;
+  p.only(root, "", {"name", "source", "inputs", "extra_shapes", "tolerance", "atol", "rtol"});
   if (!root.contains("name") || !root["name"].is_string()) p.fail("name", "required string");
   else if (spec.name = root["name"].get<std::string>(); !is_identifier(spec.name))
     p.fail("name", "'" + spec.name + "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 characters)");
@@ -252,7 +269,8 @@ OpSpecParse parse_op_spec(const std::string& text) {
     p.fail("source", "required string: TorchScript defining forward(...)");
   } else {
     spec.source = root["source"].get<std::string>();
-    if (spec.source.find_first_not_of(" \t\r\n") == std::string::npos) p.fail("source", "is empty");
+    if (spec.source.find('\0') != std::string::npos) p.fail("source", kNulMessage);
+    else if (spec.source.find_first_not_of(" \t\r\n") == std::string::npos) p.fail("source", "is empty");
     else if (spec.source.size() > kMaxSourceBytes) p.fail("source", "longer than 64 KiB");
   }
   std::set<std::string> names;

@@ -67,8 +67,10 @@ struct OpSpecParse {
   std::vector<FieldError> errors;  //!< empty when ok()
 };
 
-//! Parses the op JSON (DESIGN.md "Op format"); never throws.
-OpSpecParse parse_op_spec(const std::string& json);
+//! Parses the op JSON (DESIGN.md "Op format"); never throws. `reject_unknown` (a
+//! request) makes members outside the format errors at every level; stored ops and
+//! suite files (which carry level, category, split) are read without it.
+OpSpecParse parse_op_spec(const std::string& json, bool reject_unknown = false);
 
 //! Serialises a spec back to the same JSON form (canonical: stable key order).
 std::string op_spec_to_json(const OpSpec& spec);

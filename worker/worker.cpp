@@ -49,34 +49,6 @@ Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// A connection that reopens on next use after reset().
-class DbLink {
- public:
-  explicit DbLink(std::string url) : url_(std::move(url)) {}
-  pqxx::connection& get() {
-    if (!conn_ || !conn_->is_open()) conn_ = db::connect(url_);
-    return *conn_;
-  }
-  void reset() { conn_.reset(); }
-  bool healthy() const { return conn_ && conn_->is_open(); }
-
- private:
-  std::string url_;
-  std::unique_ptr<pqxx::connection> conn_;
-};
-
-// True when an error means "the connection or the server went away" (retry later),
-// false for an error of the statement itself.
-bool connection_problem(const std::exception& e, bool connection_open) {
-  if (dynamic_cast<const pqxx::broken_connection*>(&e) || dynamic_cast<const pqxx::in_doubt_error*>(&e)) return true;
-  if (auto sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
-    const std::string& state = sql->sqlstate();
-    // 08: connection exception; 57P: operator intervention (shutdown, restart).
-    if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0) return true;
-  }
-  return !connection_open;
-}
-
 // What to write back for a job whose run ended.
 enum class Action { complete, fail, cancelled, release, drop };
 
@@ -103,10 +75,10 @@ class Worker {
   Finished run_job(const std::shared_ptr<JobContext>& ctx);
   void completer_loop();
   // Writes outcomes; returns those not written because the database is unreachable.
-  std::vector<Finished> flush(std::vector<Finished> batch, DbLink& link);
+  std::vector<Finished> flush(std::vector<Finished> batch, db::Link& link);
   void write_one(const Finished& item, pqxx::connection& conn);
   void keeper_loop();
-  void keep(DbLink& link, Clock::time_point now);
+  void keep(db::Link& link, Clock::time_point now);
   void on_wake();
   void on_cancel(int64_t job_id);
   db::JobLease lease_of(const JobContext& ctx) const { return {ctx.job().id, worker_id_, ctx.attempt()}; }
@@ -114,7 +86,7 @@ class Worker {
   const WorkerOptions& options_;
   const HandlerRegistry& registry_;
   const std::atomic<bool>& stop_;
-  DbLink producer_link_;
+  db::Link producer_link_;
   int64_t worker_id_ = -1;
 
   std::mutex mutex_;
@@ -314,7 +286,7 @@ void Worker::shutdown() {
   log_error("worker", "handlers ignored the stop request; releasing their jobs and exiting",
             {{"running", std::to_string(running_now())}});
   try {
-    DbLink link(options_.database_url);
+    db::Link link(options_.database_url);
     std::lock_guard lock(mutex_);
     for (auto& [id, ctx] : inflight_) db::job_release(link.get(), lease_of(*ctx));
   } catch (const std::exception& e) {
@@ -388,7 +360,7 @@ Finished Worker::run_job(const std::shared_ptr<JobContext>& ctx) {
 }
 
 void Worker::completer_loop() {
-  DbLink link(options_.database_url);
+  db::Link link(options_.database_url);
   double backoff = 0.1;
   std::optional<Clock::time_point> give_up;  // set once shutting down with the database away
   for (;;) {
@@ -441,7 +413,7 @@ void Worker::completer_loop() {
   }
 }
 
-std::vector<Finished> Worker::flush(std::vector<Finished> batch, DbLink& link) {
+std::vector<Finished> Worker::flush(std::vector<Finished> batch, db::Link& link) {
   // Completions go together in one transaction; everything else one by one.
   std::vector<size_t> completes;
   for (size_t item_idx = 0; item_idx < batch.size(); ++item_idx) {
@@ -469,7 +441,7 @@ std::vector<Finished> Worker::flush(std::vector<Finished> batch, DbLink& link) {
                    {{"job_id", std::to_string(batch[completes[pos]].ctx->job().id)}});
       }
     } catch (const std::exception& e) {
-      if (connection_problem(e, link.healthy())) {
+      if (db::is_connection_error(e, link.healthy())) {
         link.reset();
         return batch;
       }
@@ -487,7 +459,7 @@ std::vector<Finished> Worker::flush(std::vector<Finished> batch, DbLink& link) {
     try {
       write_one(batch[item_idx], link.get());
     } catch (const std::exception& e) {
-      if (connection_problem(e, link.healthy())) {
+      if (db::is_connection_error(e, link.healthy())) {
         link.reset();
         left.push_back(std::move(batch[item_idx]));
         continue;
@@ -520,7 +492,7 @@ void Worker::write_one(const Finished& item, pqxx::connection& conn) {
         if (!db::job_complete(conn, lease, item.outcome.result_json, hook, item.progress_json))
           log_warn("worker", "completion refused: lease lost", {{"job_id", id}});
       } catch (const std::exception& e) {
-        if (connection_problem(e, conn.is_open())) throw;
+        if (db::is_connection_error(e, conn.is_open())) throw;
         // The result or a completion hook was refused: this attempt fails instead.
         db::job_fail(conn, lease, std::string("completion failed: ") + e.what(), true, options_.backoff);
       }
@@ -544,7 +516,7 @@ void Worker::write_one(const Finished& item, pqxx::connection& conn) {
 }
 
 void Worker::keeper_loop() {
-  DbLink link(options_.database_url);
+  db::Link link(options_.database_url);
   bool was_down = false;
   while (!background_exit_) {
     try {
@@ -561,7 +533,7 @@ void Worker::keeper_loop() {
   }
 }
 
-void Worker::keep(DbLink& link, Clock::time_point now) {
+void Worker::keep(db::Link& link, Clock::time_point now) {
   std::vector<std::shared_ptr<JobContext>> jobs;
   {
     std::lock_guard lock(mutex_);
@@ -608,6 +580,10 @@ void Worker::keep(DbLink& link, Clock::time_point now) {
       log_info("worker", "rescued jobs with lapsed leases",
                {{"retried", std::to_string(rescued.retried)}, {"discarded", std::to_string(rescued.discarded)},
                 {"cancelled", std::to_string(rescued.cancelled)}});
+    }
+    if (elected && options_.dead_after_seconds > 0) {
+      auto dead = db::worker_mark_dead(link.get(), options_.dead_after_seconds);
+      if (dead > 0) log_warn("worker", "marked silent workers dead", {{"count", std::to_string(dead)}});
     }
   }
   // Only the elected maintainer prunes (it scans the finished jobs).

@@ -33,6 +33,7 @@ struct WorkerOptions {
   double rescue_seconds = 5;              //!< how often to try to rescue lapsed jobs
   double prune_retention_seconds = 7 * 86400;  //!< finished jobs older than this are deleted; 0 = never
   double shutdown_grace_seconds = 30;     //!< SIGTERM: let running jobs finish this long, then stop them
+  double dead_after_seconds = 60;         //!< workers silent this long are marked dead (by the elected maintainer)
   db::BackoffPolicy backoff;              //!< retry delays for failed and rescued jobs
 };
 

@@ -16,6 +16,7 @@ std::vector<FlagSpec> worker_flag_specs() {
       {"rescue-s", "KFORGE_RESCUE_S", "5", "how often to rescue jobs whose lease lapsed"},
       {"prune-after-s", "KFORGE_PRUNE_AFTER_S", "604800", "delete finished jobs older than this (0 = never)"},
       {"shutdown-grace-s", "KFORGE_SHUTDOWN_GRACE_S", "30", "on SIGTERM, let running jobs finish this long"},
+      {"dead-after-s", "KFORGE_DEAD_AFTER_S", "60", "mark workers dead that have not heartbeated for this long (0 = never)"},
       {"backoff-base-s", "KFORGE_BACKOFF_BASE_S", "1", "first retry delay; doubles per attempt"},
       {"backoff-cap-s", "KFORGE_BACKOFF_CAP_S", "3600", "longest retry delay"},
       {"capabilities", "KFORGE_WORKER_CAPABILITIES", "",
@@ -57,6 +58,7 @@ void apply_worker_flags(const Flags& flags, WorkerOptions& options) {
   options.rescue_seconds = positive("rescue-s", 0.05);
   options.prune_retention_seconds = positive("prune-after-s", 0);
   options.shutdown_grace_seconds = positive("shutdown-grace-s", 0);
+  options.dead_after_seconds = positive("dead-after-s", 0);
   options.backoff.base_seconds = positive("backoff-base-s", 0);
   options.backoff.cap_seconds = positive("backoff-cap-s", 0);
   if (options.slots < 1 || options.slots > 1024) throw std::invalid_argument("--slots must be 1..1024");

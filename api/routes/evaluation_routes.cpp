@@ -45,7 +45,7 @@ HttpResponse create_evaluation(ApiContext& ctx, HttpRequest& req) {
     insert.priority = request.priority;
     insert.args_json = args.dump();
     return enqueue_job(conn, req, principal, insert, "/v1/evaluations", render_evaluation);
-  });
+  }, job_replay("/v1/evaluations", render_evaluation));
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ HttpResponse create_generation(ApiContext& ctx, HttpRequest& req) {
     insert.args_json = args.dump();
     insert.required_tags = spec::required_capabilities(request.target, spec::resolved_device(request));
     return enqueue_job(conn, req, principal, insert, "/v1/generations", render_generation);
-  });
+  }, job_replay("/v1/generations", render_generation));
 }
 
 HttpResponse get_generation(ApiContext& ctx, HttpRequest& req) {

@@ -1,7 +1,9 @@
 // Model versions: GET /v1/models, GET /v1/models/{id}, POST /v1/models (admin:
 // register a directory of HF-format files, hashing each), and
 // GET /v1/models/{id}/files/{name} (token needed), streamed with its sha256 so
-// remote workers can fetch and verify checkpoints. Tests: tests/server/api_resources_test.cpp.
+// remote workers can fetch and verify checkpoints; DELETE /v1/models/{id} (admin)
+// archives a version: still listed, no longer resolved by name nor its files served.
+// Tests: tests/server/api_resources_test.cpp, tests/server/api_hostile_test.cpp.
 #include "api/routes/routes.h"
 
 #include <filesystem>
@@ -78,7 +80,7 @@ HttpResponse register_model(ApiContext& ctx, HttpRequest& req) {
     if (!model.path.empty() && !fs::is_directory(model.path, ec)) fields.fail("path", "is not a directory on the server");
     if (!fields.ok()) return fields.response();
     if (model.version == 0) {
-      auto latest = db::model_find(conn, model.name, 0);
+      auto latest = db::model_find(conn, model.name, 0, /*include_archived=*/true);
       model.version = latest ? latest->version + 1 : 1;
     }
     json files = json::array();
@@ -117,6 +119,7 @@ HttpResponse model_file(ApiContext& ctx, HttpRequest& req) {
     std::optional<db::ModelRecord> model;
     if (parse_path_id(req.path_params["id"], &model_id)) model = db::model_get(conn, model_id);
     if (!model) return problem(ErrorKind::not_found, "no model " + req.path_params["id"]);
+    if (model->state == "archived") return problem(ErrorKind::not_found, "model " + req.path_params["id"] + " is archived");
     const std::string& name = req.path_params["name"];
     // Only files recorded for the model are served: the name never reaches the file system unchecked.
     json files = parse_stored(model->files_json);
@@ -144,12 +147,27 @@ HttpResponse model_file(ApiContext& ctx, HttpRequest& req) {
   });
 }
 
+HttpResponse archive_model(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::admin, [&](pqxx::connection& conn, const Principal&) {
+    int64_t model_id = 0;
+    std::optional<db::ModelRecord> model;
+    if (parse_path_id(req.path_params["id"], &model_id)) model = db::model_get(conn, model_id);
+    if (!model) return problem(ErrorKind::not_found, "no model " + req.path_params["id"]);
+    if (!db::model_archive(conn, model_id)) {
+      return problem(ErrorKind::conflict, "model " + model->name + "@" + std::to_string(model->version) +
+                                              " is still being trained; cancel its training job first");
+    }
+    return json_response(200, model_json(*db::model_get(conn, model_id)));
+  });
+}
+
 }  // namespace
 
 void add_model_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/v1/models", [&ctx](HttpRequest& req) { return list_models(ctx, req); });
   router.add("POST", "/v1/models", [&ctx](HttpRequest& req) { return register_model(ctx, req); });
   router.add("GET", "/v1/models/{id}", [&ctx](HttpRequest& req) { return get_model(ctx, req); });
+  router.add("DELETE", "/v1/models/{id}", [&ctx](HttpRequest& req) { return archive_model(ctx, req); });
   router.add("GET", "/v1/models/{id}/files/{name}", [&ctx](HttpRequest& req) { return model_file(ctx, req); });
 }
 

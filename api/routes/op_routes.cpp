@@ -1,7 +1,8 @@
 // Ops: POST /v1/ops (scope submit; validated, compiled and sample-run in the
 // sandboxed probe), GET /v1/ops and GET /v1/ops/{id} (public), and their checked
-// kernels: GET /v1/ops/{id}/candidates (every job) and GET /v1/candidates/{id}.
-// Tested over HTTP in tests/server/api_resources_test.cpp, api_core_test.cpp and api_web_test.cpp.
+// kernels: GET /v1/ops/{id}/candidates (every job) and GET /v1/candidates/{id};
+// DELETE /v1/ops/{id} (admin: the op and its candidates, unless a generation of it is in flight).
+// Tested over HTTP in tests/server/api_resources_test.cpp, api_core_test.cpp, api_web_test.cpp and api_hostile_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/candidate_view.h"
@@ -53,6 +54,21 @@ HttpResponse get_op(ApiContext& ctx, HttpRequest& req) {
   });
 }
 
+HttpResponse delete_op(ApiContext& ctx, HttpRequest& req) {
+  return with_db(ctx, req, Scope::admin, [&](pqxx::connection& conn, const Principal&) {
+    int64_t op_id = 0;
+    if (!parse_path_id(req.path_params["id"], &op_id)) return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    auto deleted = db::op_delete(conn, op_id);
+    if (!deleted.found) return problem(ErrorKind::not_found, "no op " + req.path_params["id"]);
+    if (deleted.in_flight > 0) {
+      return problem(ErrorKind::conflict, "op " + std::to_string(op_id) + " has " + std::to_string(deleted.in_flight) +
+                                              " generation(s) waiting or running; cancel them first");
+    }
+    return json_response(200, {{"id", op_id}, {"object", "op"}, {"deleted", true},
+                               {"candidates_deleted", deleted.candidates_deleted}});
+  });
+}
+
 // Every candidate of the op, whichever job checked it, in id (checking) order.
 HttpResponse list_op_candidates(ApiContext& ctx, HttpRequest& req) {
   return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
@@ -84,6 +100,7 @@ void add_op_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return get_op(ctx, req); });
   router.add("GET", "/v1/ops/{id}/candidates", [&ctx](HttpRequest& req) { return list_op_candidates(ctx, req); });
   router.add("GET", "/v1/candidates/{id}", [&ctx](HttpRequest& req) { return get_candidate(ctx, req); });
+  router.add("DELETE", "/v1/ops/{id}", [&ctx](HttpRequest& req) { return delete_op(ctx, req); });
 }
 
 }  // namespace kforge::api

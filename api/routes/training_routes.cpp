@@ -64,7 +64,7 @@ HttpResponse create_training(ApiContext& ctx, HttpRequest& req) {
       return enqueue_training(conn, req, principal, spec::read_grpo(body, spec::Source::request));
     }
     return enqueue_training(conn, req, principal, spec::read_sft(body, spec::Source::request));
-  });
+  }, job_replay("/v1/training-jobs", render_training));
 }
 
 HttpResponse training_metrics(ApiContext& ctx, HttpRequest& req) {

@@ -108,12 +108,18 @@ struct Options {
   std::string filter;
   std::string out = "bench/results/codegen.json";
   bool merge = false;  // re-measure the selected ops into an existing results file
+  bool resume = false;  // keep the rows of an earlier, cut-off run in --out and measure only the ops it lacks
   size_t max_schedules = 4;
+  size_t shard = 0, shards = 1;  // --shard I/N: this run takes the ops whose index % N == I
   harness::CheckOptions check;
 };
 
 json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, json& environment) {
-  json row = {{"name", spec.name}, {"level", meta.value("level", 0)}, {"category", meta.value("category", "")},
+  json row = {{"name", spec.name},
+              {"op", spec.name},
+              {"target", opt.check.target},
+              {"level", meta.value("level", 0)},
+              {"category", meta.value("category", "")},
               {"split", meta.value("split", "")}};
   auto analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
@@ -122,7 +128,10 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
     return row;
   }
   row["stages"] = analysis.describe();
-  row["schedule_space"] = codegen::schedule_space(analysis).size();
+  codegen::Target target = codegen::Target::opencl;
+  codegen::parse_target(opt.check.target, target);  // validated when the flags were read
+  row["target"] = opt.check.target;
+  row["schedule_space"] = codegen::schedule_space(analysis, target).size();
   auto tuned = codegen::autotune(spec, opt.check, opt.max_schedules);
   if (tuned.status == codegen::AutotuneStatus::reference_error || tuned.status == codegen::AutotuneStatus::unsupported) {
     row["outcome"] = tuned.status == codegen::AutotuneStatus::unsupported ? "unsupported" : "reference_error";
@@ -139,6 +148,7 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
       ++correct;
       v["kernel_ms"] = variant.kernel_ms;
       v["speedup"] = variant.speedup;
+      if (variant.check.speedup_vs_compile > 0) v["speedup_vs_compile"] = variant.check.speedup_vs_compile;
       v["kernel_iqr_ms"] = variant.check.kernel ? variant.check.kernel->iqr_ms : 0.0;
       if (variant.check.suspicious) {
         v["suspicious"] = true;
@@ -153,7 +163,8 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
       environment = {{"device", env.device},           {"platform", env.platform},
                      {"driver_version", env.driver_version}, {"compute_units", env.compute_units},
                      {"torch_version", env.torch_version}, {"torch_threads", env.torch_threads},
-                     {"blas", env.blas}};
+                     {"blas", env.blas},          {"target", env.target},
+                     {"gpu", env.gpu},            {"gpu_clocks", env.gpu_clocks}};
     }
     variants.push_back(v);
   }
@@ -174,6 +185,13 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
   row["kernel_ms"] = best->kernel->median_ms;
   row["eager_ms"] = best->baseline->median_ms;
   row["speedup"] = best->speedup;
+  row["speedup_vs_eager"] = best->speedup;
+  if (best->baseline_compile) {
+    // GPU runs: torch.compile (default mode) timed the same way by the Checker.
+    row["compile_ms"] = best->baseline_compile->median_ms;
+    row["speedup_vs_compile"] = best->speedup_vs_compile;
+    row["compile"] = timing_json(best->baseline_compile);
+  }
   row["suspicious"] = best->suspicious;
   row["weak_test"] = best->weak_test;
   row["trials_passed"] = best->trials_passed;
@@ -187,7 +205,9 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
     row["eager_gflops"] = flops / (best->baseline->median_ms * 1e6);
   }
   if (suspicious) row["suspicious_variants"] = suspicious;
-  if (best->speedup < 1.0) row["eager_wins_because"] = eager_wins_reason(analysis, row);
+  // The reasons name CPU-side causes (PoCL builtins, OpenBLAS): OpenCL runs only.
+  if (best->speedup < 1.0 && target == codegen::Target::opencl)
+    row["eager_wins_because"] = eager_wins_reason(analysis, row);
   return row;
 }
 
@@ -220,8 +240,8 @@ json eager_matmul_probe(int threads, double budget_s) {
 void summarise(json& result, const json& rows) {
   // Per level: coverage = correct / ops; geomean speedup over correct ops.
   for (int level : {1, 2}) {
-    int ops = 0, ok = 0, eager_wins = 0, suspicious = 0;
-    double log_sum = 0, log_sum_unflagged = 0;
+    int ops = 0, ok = 0, eager_wins = 0, suspicious = 0, vs_compile = 0;
+    double log_sum = 0, log_sum_unflagged = 0, log_sum_compile = 0;
     json wins = json::array(), not_correct = json::array();
     for (const auto& row : rows) {
       if (row.value("level", 0) != level) continue;
@@ -233,11 +253,15 @@ void summarise(json& result, const json& rows) {
       ++ok;
       double s = row["speedup"].get<double>();
       log_sum += std::log(s);
+      if (row.value("speedup_vs_compile", 0.0) > 0) {
+        ++vs_compile;
+        log_sum_compile += std::log(row["speedup_vs_compile"].get<double>());
+      }
       if (row.value("suspicious", false)) ++suspicious;
       else log_sum_unflagged += std::log(s);
       if (s < 1.0) {
         ++eager_wins;
-        wins.push_back({{"name", row["name"]}, {"speedup", round3(s)}, {"why", row["eager_wins_because"]}});
+        wins.push_back({{"name", row["name"]}, {"speedup", round3(s)}, {"why", row.value("eager_wins_because", "")}});
       }
     }
     std::string l = std::to_string(level);
@@ -245,6 +269,8 @@ void summarise(json& result, const json& rows) {
     result["correct_level" + l] = ok;
     result["coverage_level" + l] = ops ? double(ok) / ops : 0.0;
     result["geomean_speedup_level" + l] = ok ? std::exp(log_sum / ok) : 0.0;
+    // GPU runs only: over the correct ops with a torch.compile baseline.
+    if (vs_compile) result["geomean_speedup_vs_compile_level" + l] = std::exp(log_sum_compile / vs_compile);
     result["eager_wins_level" + l] = eager_wins;
     result["eager_wins_share_level" + l] = ok ? double(eager_wins) / ok : 0.0;
     result["eager_wins_ops_level" + l] = wins;
@@ -282,7 +308,7 @@ int merge_rows(const std::string& path, const json& run, const json& rows,
   }
   json record = {{"command", run["command"]}, {"ops", names}, {"started", run["environment"]["started"]},
                  {"loadavg_start", run["environment"]["loadavg_start"]}, {"loadavg_end", load_average()},
-                 {"eager_matmul_probe", run["eager_matmul_probe"]},
+                 {"eager_matmul_probe", run.value("eager_matmul_probe", json())},
                  {"wall_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
   existing["merged_runs"].push_back(record);
   summarise(existing, existing["ops"]);
@@ -297,6 +323,7 @@ int merge_rows(const std::string& path, const json& run, const json& rows,
 int run_codegen_bench(int argc, char** argv) {
   Options opt;
   std::string command = "kforge-codegen bench";
+  try {
   for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
     std::string a = argv[arg_idx];
     command += " " + a;
@@ -312,17 +339,46 @@ int run_codegen_bench(int argc, char** argv) {
     else if (a == "--time-budget") opt.check.time_budget_s = std::stod(next());
     else if (a == "--trials") opt.check.trials = std::stoi(next());
     else if (a == "--device") opt.check.device = next();
+    else if (a == "--target") opt.check.target = next();
+    else if (a == "--no-compile") opt.check.compile_baseline = false;
     else if (a == "--merge") opt.merge = true;
-    else {
+    else if (a == "--resume") opt.resume = true;
+    else if (a == "--timing-lock") opt.check.timing_lock = next();
+    else if (a == "--shard") {
+      std::string value = next();
+      auto slash = value.find('/');
+      if (slash == std::string::npos) throw std::runtime_error("--shard needs I/N, e.g. 0/4");
+      opt.shard = std::stoul(value.substr(0, slash));
+      opt.shards = std::stoul(value.substr(slash + 1));
+      if (opt.shards == 0 || opt.shard >= opt.shards) throw std::runtime_error("--shard I/N needs 0 <= I < N");
+    } else {
       std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
-                   "[--time-budget S] [--trials K] [--device NAME] [--out FILE] [--merge]\n"
+                   "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
+                   "                            [--shard I/N] [--timing-lock FILE]\n"
+                   "  --shard I/N: only the ops whose index (sorted paths) % N == I; N runs side by side cover the suite\n"
+                   "  --timing-lock FILE: runs side by side on one device take turns to time (flock on FILE)\n"
+                   "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
+                   "index), timed against CUDA eager and torch.compile (--no-compile: eager only)\n"
+                   "  --resume: keep the rows already in --out (a run cut short) and measure only the missing ops\n"
                    "  --merge: replace the rows of the selected ops in the existing --out file (the run is listed "
                    "under merged_runs) and recompute the summary\n";
       return 2;
     }
   }
+  } catch (const std::exception& error) {  // a missing or malformed value: say which
+    std::cerr << "kforge-codegen bench: " << error.what() << "\n";
+    return 2;
+  }
+  codegen::Target target = codegen::Target::opencl;
+  if (!codegen::parse_target(opt.check.target, target)) {
+    std::cerr << "kforge-codegen bench: unknown target " << opt.check.target << " (opencl, cuda, triton)\n";
+    return 2;
+  }
+  if (opt.out == Options{}.out && target != codegen::Target::opencl)
+    opt.out = "bench/results/codegen_" + opt.check.target + ".json";
+  // OpenCL runs need a device here; cuda and triton runs find theirs through the Checker.
   auto devices = harness::list_devices();
-  if (devices.empty()) {
+  if (devices.empty() && target == codegen::Target::opencl) {
     std::cerr << "kforge-codegen bench: no OpenCL device\n";
     return 1;
   }
@@ -331,13 +387,26 @@ int run_codegen_bench(int argc, char** argv) {
     if (entry.path().extension() == ".json" && entry.path().string().find(opt.filter) != std::string::npos)
       files.push_back(entry.path());
   std::sort(files.begin(), files.end());
+  if (opt.shards > 1) {
+    std::vector<fs::path> mine;
+    for (size_t file_idx = 0; file_idx < files.size(); ++file_idx)
+      if (file_idx % opt.shards == opt.shard) mine.push_back(files[file_idx]);
+    files.swap(mine);
+  }
   json result;
   std::time_t now = std::time(nullptr);
   char stamp[64];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   result["command"] = command;
+  result["target"] = opt.check.target;
   result["protocol"] =
-      "codegen::autotune -> harness::Checker per op: up to max_schedules schedules spread over the op's space, each "
+      target != codegen::Target::opencl
+          ? "codegen::autotune -> harness::Checker per op, target " + opt.check.target + ": up to max_schedules "
+            "schedules spread over the op's space, each checked (" + std::to_string(opt.check.trials) +
+            " seeded trials + secret seed + extra shapes, NaN poison, determinism, input-mutation check) on CUDA "
+            "device 0; correct ones timed against CUDA eager and torch.compile (default mode) with the GPU protocol "
+            "(docs/harness.md)"
+          : "codegen::autotune -> harness::Checker per op: up to max_schedules schedules spread over the op's space, each "
       "checked in a kforge-sandbox child (" + std::to_string(opt.check.trials) +
       " seeded trials + secret seed + extra shapes, NaN poison, determinism, input-mutation check), correct ones timed "
       "with rotated inputs (warm-up, clFinish per run, stop at IQR/median < " + std::to_string(opt.check.target_iqr) +
@@ -346,17 +415,30 @@ int run_codegen_bench(int argc, char** argv) {
   json environment;
   result["environment"] = {{"started", stamp}, {"loadavg_start", load_average()}};
   // The Checker times eager with the chosen device's compute units; the probe does the same.
-  int threads = devices.front().compute_units;
+  int threads = devices.empty() ? 1 : devices.front().compute_units;
   for (const auto& device : devices)
     if (!opt.check.device.empty() && device.name.find(opt.check.device) != std::string::npos) {
       threads = device.compute_units;
       break;
     }
   auto started = std::chrono::steady_clock::now();
-  result["eager_matmul_probe"] = eager_matmul_probe(threads, std::max(0.5, opt.check.time_budget_s));
-  std::cerr << "eager matmul probe: " << result["eager_matmul_probe"].dump() << "\n";
+  // The probe measures libtorch's CPU BLAS: only meaningful for CPU (PoCL) runs.
+  if (target == codegen::Target::opencl) {
+    result["eager_matmul_probe"] = eager_matmul_probe(threads, std::max(0.5, opt.check.time_budget_s));
+    std::cerr << "eager matmul probe: " << result["eager_matmul_probe"].dump() << "\n";
+  }
   json rows = json::array();
+  std::set<std::string> done;
+  if (opt.resume && fs::exists(opt.out)) {
+    // Device calls have a time limit: the same command, repeated, finishes the suite.
+    for (const auto& row : json::parse(read_text(opt.out)).value("ops", json::array())) {
+      rows.push_back(row);
+      done.insert(row.value("name", ""));
+    }
+    std::cerr << "resuming " << opt.out << ": " << rows.size() << " ops already measured\n";
+  }
   for (const auto& path : files) {
+    if (done.count(path.stem().string())) continue;
     auto text = read_text(path);
     json meta = json::parse(text);
     auto parsed = spec::parse_op_spec(text);
@@ -371,6 +453,7 @@ int run_codegen_bench(int argc, char** argv) {
     std::cerr << row.value("level", 0) << " " << row["name"].get<std::string>() << " "
               << row["outcome"].get<std::string>();
     if (row.contains("speedup")) std::cerr << " speedup " << row["speedup"].get<double>();
+    if (row.contains("speedup_vs_compile")) std::cerr << " vs compile " << row["speedup_vs_compile"].get<double>();
     if (row.contains("reason")) std::cerr << " (" << row["reason"].get<std::string>().substr(0, 160) << ")";
     std::cerr << " [" << row["bench_seconds"].get<double>() << " s, load " << load_average().substr(0, 14) << "]\n";
     rows.push_back(row);

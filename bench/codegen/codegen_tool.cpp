@@ -1,12 +1,13 @@
 // kforge-codegen: the teacher compiler from the command line.
-//   kforge-codegen emit OP.json [SCHEDULE_INDEX]   print the program (default schedule 0)
-//   kforge-codegen schedules OP.json               list the schedule space
+//   kforge-codegen emit OP.json [SCHEDULE_INDEX] [--target opencl|cuda|triton]   print the program (default schedule 0)
+//   kforge-codegen schedules OP.json [--target T]  list the schedule space of a target
 //   kforge-codegen autotune OP.json [MAX]          check up to MAX schedules through the harness, print the fastest
 //   kforge-codegen blas [THREADS]                  eager matmul GFLOP/s through the harness baseline path
 // The benchmark runner (bench/codegen/run.sh) drives `kforge-codegen bench`.
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "bench/codegen/bench_runner.h"
 #include "worker/codegen/autotune.h"
@@ -34,12 +35,30 @@ bool load(const std::string& path, kforge::spec::OpSpec& spec) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `--target T` may come anywhere after the command (emit and schedules).
+  kforge::codegen::Target target = kforge::codegen::Target::opencl;
+  std::vector<char*> args;
+  for (int arg_idx = 0; arg_idx < argc; ++arg_idx) {
+    std::string arg = argv[arg_idx];
+    if (arg == "--target" && arg_idx + 1 < argc) {
+      if (!kforge::codegen::parse_target(argv[++arg_idx], target)) {
+        std::cerr << "kforge-codegen: unknown target " << argv[arg_idx] << " (opencl, cuda, triton)\n";
+        return 2;
+      }
+      continue;
+    }
+    args.push_back(argv[arg_idx]);
+  }
   std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd != "bench" && cmd != "blas") {
+    argc = static_cast<int>(args.size());
+    argv = args.data();
+  }
   if (cmd == "bench") return kforge::bench::run_codegen_bench(argc - 1, argv + 1);
   if (cmd == "blas") return kforge::bench::run_blas_probe(argc - 1, argv + 1);
   if ((cmd != "emit" && cmd != "schedules" && cmd != "autotune") || argc < 3) {
-    std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] | schedules OP.json | autotune OP.json [MAX] | "
-                 "bench [--help] | blas [THREADS]\n";
+    std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] [--target T] | schedules OP.json [--target T] | "
+                 "autotune OP.json [MAX] | bench [--help] | blas [THREADS]\n";
     return 2;
   }
   kforge::spec::OpSpec spec;
@@ -64,7 +83,7 @@ int main(int argc, char** argv) {
     std::cout << "unsupported: " << analysis.unsupported << "\n";
     return 1;
   }
-  auto space = kforge::codegen::schedule_space(analysis);
+  auto space = kforge::codegen::schedule_space(analysis, target);
   if (cmd == "schedules") {
     std::cout << analysis.describe() << ": " << space.size() << " schedules\n";
     for (size_t idx = 0; idx < space.size(); ++idx) std::cout << idx << " " << space[idx].label() << "\n";
@@ -72,7 +91,7 @@ int main(int argc, char** argv) {
   }
   size_t index = argc > 3 ? std::stoul(argv[3]) : 0;
   kforge::codegen::Schedule schedule = index < space.size() ? space[index] : kforge::codegen::Schedule{};
-  auto gen = kforge::codegen::emit_program(analysis, schedule);
+  auto gen = kforge::codegen::emit_program(analysis, schedule, target);
   if (!gen.ok()) {
     std::cout << "unsupported: " << gen.unsupported << "\n";
     return 1;

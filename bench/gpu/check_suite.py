@@ -1,11 +1,13 @@
 # Checks teacher kernels for suite ops on a GPU host through the real harness
-# (`kforge-worker check ... --target T --device D`): the teacher's OpenCL schedules on
-# NVIDIA's OpenCL platform, and where a source of the other targets is given (files
-# named <op>.cu / <op>.py in --programs), those too. Writes one row per (op, target) with
+# (`kforge-worker check ... --target T --device D`): the teacher's schedule (--schedule)
+# in each of --targets (opencl on NVIDIA's OpenCL platform, cuda and triton on CUDA
+# device 0), and where a source is given for cuda / triton (files named <op>.cu / <op>.py in
+# --programs), that source instead of the teacher's. Writes one row per (op, target) with
 # the outcome, message and speedups.
 # With --jobs N, N checks run side by side: they compile and verify in parallel and take
 # turns to time (kforge-worker check --timing-lock), so timings are as if run alone.
 # Usage (GPU host): python3 bench/gpu/check_suite.py --bin build-gpu/bin --out check.json [--ops a,b] [--level 2] [--jobs 4]
+#                   [--targets opencl,cuda,triton]
 import argparse
 import concurrent.futures
 import glob
@@ -49,7 +51,8 @@ def main():
     parser.add_argument("--level", default="2")
     parser.add_argument("--ops", default="", help="comma-separated op names (default: all of the level)")
     parser.add_argument("--programs", default="", help="folder with OP.cu / OP.py sources for the cuda / triton targets")
-    parser.add_argument("--schedule", default="0", help="teacher schedule index for opencl")
+    parser.add_argument("--schedule", default="0", help="teacher schedule index (of each target's space)")
+    parser.add_argument("--targets", default="opencl,cuda,triton", help="comma-separated targets to check")
     parser.add_argument("--extra", default="--trials 3", help="extra kforge-worker check flags")
     parser.add_argument("--jobs", type=int, default=1, help="checks side by side (they take turns to time)")
     args = parser.parse_args()
@@ -61,18 +64,21 @@ def main():
         name = os.path.basename(op_path)[:-5]
         if wanted and name not in wanted:
             continue
-        rc, program, err, _ = run([f"{args.bin}/kforge-codegen", "emit", op_path, args.schedule])
-        if rc == 0 and program.strip():
-            path = f"var/gpu/programs/{name}.cl"
-            with open(path, "w") as file:
-                file.write(program)
-            work.append((name, "opencl", op_path, path, ""))
-        else:
-            work.append((name, "opencl", op_path, None, err[-300:]))
-        for target, ext in (("cuda", "cu"), ("triton", "py")):
-            path = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
-            if path and os.path.exists(path):
+        for target, ext in (("opencl", "cl"), ("cuda", "cu"), ("triton", "py")):
+            if target not in args.targets.split(","):
+                continue
+            given = os.path.join(args.programs, f"{name}.{ext}") if args.programs else ""
+            if given and os.path.exists(given) and target != "opencl":
+                work.append((name, target, op_path, given, ""))
+                continue
+            rc, program, err, _ = run([f"{args.bin}/kforge-codegen", "emit", op_path, args.schedule, "--target", target])
+            if rc == 0 and program.strip():
+                path = f"var/gpu/programs/{name}.{ext}"
+                with open(path, "w") as file:
+                    file.write(program)
                 work.append((name, target, op_path, path, ""))
+            else:
+                work.append((name, target, op_path, None, (err or program)[-300:]))
 
     def one(item):
         name, target, op_path, path, err = item

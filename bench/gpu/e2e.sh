@@ -28,7 +28,7 @@ pids+=($!)
 for _ in $(seq 100); do curl -sf http://127.0.0.1:8080/v1/ready >/dev/null && break; sleep 0.2; done
 started=$(date +%s.%N)
 python3 - "$token" "$ops" "$targets" "$OUT/e2e.json" <<'EOF'
-import json, sys, time, urllib.error, urllib.request
+import json, os, sys, time, urllib.error, urllib.request
 token, ops, targets, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4]
 base = "http://127.0.0.1:8080"
 def call(method, path, body=None):
@@ -44,7 +44,7 @@ for op in ops:
     spec = json.load(open(f"suite/level2/{op}.json"))
     spec = {k: spec[k] for k in ("name", "source", "inputs", "extra_shapes", "tolerance") if k in spec}
     for target in targets:
-        body = {"op": spec, "target": target, "samples": 4, "time_budget_s": 600}
+        body = {"op": spec, "target": target, "samples": int(os.environ.get("E2E_SAMPLES", "4")), "time_budget_s": 600}
         if target == "opencl":
             body["device"] = "gpu"
         posted = time.time()

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # kforge on a GPU host (the H100 device machine: Ubuntu 24.04, PyTorch 2.x + Triton, CUDA,
 # NVIDIA OpenCL + PoCL, no apt, no PostgreSQL), stage by stage in one call:
-#   bash bench/gpu/run_device.sh build test check timing e2e
+#   bash bench/gpu/run_device.sh build test check timing e2e teacher
 #   build   unpack .devcarry/gpu-deps.tar.xz (bench/gpu/bundle_host_deps.sh), build with tests
 #           ON against the host's PyTorch (KFORGE_WITH_HTTP=OFF: worker + database, no cpprest)
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
+#           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
+#   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
+#           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
 #   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
 #   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
@@ -81,6 +84,48 @@ stage_timing() {
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
+stage_teacher() {
+  # Per target, TEACHER_SHARDS runs of kforge-codegen bench side by side (--shard I/N;
+  # all targets at once), taking turns to time (--timing-lock), so compiling, checking and
+  # torch.compile's compiles overlap while every measurement runs alone on the GPU. Each
+  # shard writes its rows after every op and resumes (--resume), so a call cut off by its
+  # budget keeps what it measured and the next call on the warm machine measures only the
+  # ops still missing (TEACHER_FRESH=1 starts over). TEACHER_FILTER=level2/ selects a
+  # level (a path substring). The shards' rows are merged into teacher_<target>.json.
+  local target shard shards=${TEACHER_SHARDS:-4} started=$SECONDS
+  for target in ${TEACHER_TARGETS:-cuda triton}; do
+    for shard in $(seq 0 $((shards - 1))); do
+      local results=var/gpu/teacher_${target}_${shard}of${shards}.json
+      [ -z "${TEACHER_FRESH:-}" ] || rm -f "$results"
+      bounded build-gpu/bin/kforge-codegen bench --target "$target" --filter "${TEACHER_FILTER:-}" --resume \
+        --shard "$shard/$shards" --timing-lock "$root/var/gpu/timing.lock" --out "$results" ${TEACHER_ARGS:-} \
+        >> "$OUT/teacher_${target}_$shard.log" 2>&1 &
+    done
+  done
+  wait
+  for target in ${TEACHER_TARGETS:-cuda triton}; do
+    python3 - "$OUT/teacher_$target.json" var/gpu/teacher_${target}_*of${shards}.json <<'PY'
+import json, sys
+out, parts = sys.argv[1], [p for p in sys.argv[2:] if p.endswith(".json")]
+merged = None
+for path in sorted(parts):
+    try:
+        part = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    if merged is None:
+        merged = dict(part, ops=[], shards=[])
+    merged["ops"] += part.get("ops", [])
+    merged["shards"].append(part.get("command"))
+if merged:
+    merged["ops"].sort(key=lambda row: (row.get("level", 0), row.get("name", "")))
+    json.dump(merged, open(out, "w"), indent=1)
+    print(f"{out}: {len(merged['ops'])} ops from {len(merged['shards'])} shards")
+PY
+  done
+  log "teacher (${TEACHER_TARGETS:-cuda triton}, $shards shards each) in $((SECONDS - started)) s"
+}
+
 stage_e2e() {
   bounded bash bench/gpu/e2e.sh build-gpu "${E2E_OPS:-silu_mul,gelu_add,softmax_bias,rms_norm_silu,add_layer_norm}" \
     "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
@@ -118,7 +163,7 @@ stage_summarize() {
 for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
-    test|check|timing|e2e|adversarial|harness|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|check|timing|e2e|adversarial|harness|teacher|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

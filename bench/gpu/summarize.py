@@ -1,25 +1,84 @@
-# Gathers one device run's outputs (bench/gpu/run_device.sh: timing.json, adversarial.json,
-# harness.json, e2e.json, check.json, devices.txt, test.log) into the keys of
-# bench/results/gpu.json. Usage: python3 bench/gpu/summarize.py --in $OUT --out gpu.json
+# Gathers device runs' outputs (bench/gpu/run_device.sh: timing.json, adversarial.json,
+# harness.json, e2e.json, check.json, teacher_<target>.json, devices.txt, test.log) into the
+# keys of bench/results/gpu.json; with several folders a later one's file wins.
+# Usage: python3 bench/gpu/summarize.py --in $OUT [MORE_OUT...] --out gpu.json [--command "..."]
 import argparse
 import json
+import math
 import os
 import re
+import statistics
 
 
-def load(folder, name):
-    path = os.path.join(folder, name)
+def find(folders, name):
+    """The file from the last folder that has it (later device calls win), or None."""
+    for folder in reversed(folders):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def load(folders, name):
+    path = find(folders, name) or os.path.join(folders[-1], name)
     return json.load(open(path)) if os.path.exists(path) else None
+
+
+def geomean(values):
+    """Geometric mean of the positive values (None when there are none)."""
+    logs = [math.log(v) for v in values if v and v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def teacher_summary(folder, copy_ceiling_gbps):
+    """teacher.level1/level2 per target from kforge-codegen bench's files, the memory-bound
+    level-2 ops' share of the copy ceiling and the slowest matmul op against eager."""
+    teacher = {}
+    for target in ("cuda", "triton", "opencl"):
+        bench = load(folder, f"teacher_{target}.json")
+        if not bench:
+            continue
+        for level in (1, 2):
+            rows = [r for r in bench.get("ops", []) if r.get("level") == level]
+            if not rows:
+                continue  # the run selected the other level
+            entry = teacher.setdefault(f"level{level}", {})
+            correct_rows = [r for r in rows if r.get("outcome") == "correct"]
+            entry.setdefault("ops", {})[target] = len(rows)
+            entry.setdefault("correct_share", {})[target] = len(correct_rows) / len(rows)
+            entry.setdefault("geomean_vs_eager", {})[target] = geomean(r.get("speedup_vs_eager") for r in correct_rows)
+            entry.setdefault("geomean_vs_compile", {})[target] = geomean(r.get("speedup_vs_compile") for r in correct_rows)
+            entry.setdefault("faster_than_eager_share", {})[target] = sum(
+                1 for r in correct_rows if (r.get("speedup_vs_eager") or 0) > 1) / len(rows)
+            entry.setdefault("faster_than_compile_share", {})[target] = sum(
+                1 for r in correct_rows if (r.get("speedup_vs_compile") or 0) > 1) / len(rows)
+            outcomes = {}
+            for r in rows:
+                if r.get("outcome") != "correct":
+                    outcomes[r.get("outcome")] = outcomes.get(r.get("outcome"), 0) + 1
+            entry.setdefault("not_correct", {})[target] = outcomes
+        correct = [r for r in bench.get("ops", []) if r.get("outcome") == "correct"]
+        matmul = [r["speedup_vs_eager"] for r in correct if "gflops" in r]
+        if matmul:
+            teacher.setdefault("matmul_vs_eager_min", {})[target] = min(matmul)
+        fused = [r["gbps"] / copy_ceiling_gbps for r in correct
+                 if r.get("level") == 2 and "gflops" not in r and copy_ceiling_gbps]
+        if fused:
+            teacher.setdefault("memory_bound_copy_fraction_median", {})[target] = statistics.median(fused)
+        teacher.setdefault("command", {})[target] = bench.get("command")
+    return teacher
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--in", dest="folder", required=True)
+    parser.add_argument("--in", dest="folder", required=True, nargs="+",
+                        help="device output folders; a file in a later folder replaces the same file in earlier ones")
+    parser.add_argument("--command", default="", help="the command(s) that produced the folders, recorded as is")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     out = {"device": {}, "harness": {}, "e2e": {}, "tests": {}}
-    devices = os.path.join(args.folder, "devices.txt")
-    if os.path.exists(devices):
+    devices = find(args.folder, "devices.txt")
+    if devices:
         out["device"]["listing"] = open(devices).read().strip().splitlines()
     timing = load(args.folder, "timing.json")
     if timing:
@@ -55,17 +114,23 @@ def main():
                 "seconds_to_result": {r["op"]: r["seconds_to_result"] for r in rows},
                 "failures": {r["op"]: r["error"] for r in rows if not r["verified"]},
             }
+    teacher = teacher_summary(args.folder, out.get("copy_ceiling_gbps"))
+    if teacher:
+        out["teacher"] = teacher
     check = load(args.folder, "check.json")
     if check:
         out["check_suite"] = check["rows"]
-    test_log = os.path.join(args.folder, "test.log")
-    if os.path.exists(test_log):
+    test_log = find(args.folder, "test.log")
+    if test_log:
         text = open(test_log).read()
         summary = re.findall(r"\d+% tests passed, \d+ tests failed out of \d+", text)
         out["tests"]["summary"] = summary[-1] if summary else None
         out["tests"]["failed"] = re.findall(r"\d+ - (\S+) \(Failed\)", text)
         out["tests"]["gpu_labelled_passed"] = re.findall(r"Test +#\d+: (harness_cuda_backend_test|harness_triton_runner_test) \.+ +Passed", text)
-    out["command"] = "bash bench/gpu/run_device.sh build test diag timing adversarial harness check e2e summarize"
+    out["command"] = args.command or "bash bench/gpu/run_device.sh build test timing adversarial harness check e2e teacher summarize"
+    out["sources"] = {name: find(args.folder, name) for name in (
+        "timing.json", "adversarial.json", "harness.json", "e2e.json", "check.json", "teacher_cuda.json",
+        "teacher_triton.json", "test.log") if find(args.folder, name)}
     json.dump(out, open(args.out, "w"), indent=1)
 
 

@@ -11,10 +11,16 @@ SELECT id, name, version, coalesce(parent_id, 0), state, path, files::text, conf
 FROM models WHERE id = $1;
 
 -- name: model_find
--- By "name" (newest version) or by name and version.
+-- By "name" (newest version) or by name and version; archived versions only when $3.
 SELECT id, name, version, coalesce(parent_id, 0), state, path, files::text, config::text, metrics::text,
        coalesce(training_job_id, 0), to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-FROM models WHERE name = $1 AND ($2 = 0 OR version = $2) ORDER BY version DESC LIMIT 1;
+FROM models WHERE name = $1 AND ($2 = 0 OR version = $2) AND ($3 OR state <> 'archived')
+ORDER BY version DESC LIMIT 1;
+
+-- name: model_archive
+-- An admin retires a version: it stays readable, is no longer resolved by name, and its
+-- files are no longer served. Not while a training job is still writing it.
+UPDATE models SET state = 'archived' WHERE id = $1 AND state <> 'training' RETURNING id;
 
 -- name: model_list
 SELECT id, name, version, coalesce(parent_id, 0), state, path, files::text, config::text, metrics::text,

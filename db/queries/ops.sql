@@ -21,6 +21,31 @@ INSERT INTO candidates (job_id, op_id, model_id, sample_idx, target, device, sou
 VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb)
 RETURNING id;
 
+-- name: candidate_begin_attempt
+-- $1 job, $2 worker, $3 attempt: while this lease holds the job, deletes the candidates
+-- of its other attempts. One row back (true) when the lease is held.
+WITH held AS (
+  SELECT id FROM jobs WHERE id = $1 AND worker_id = $2 AND attempt = $3 AND state = 'running' FOR SHARE
+), cleared AS (
+  DELETE FROM candidates c WHERE c.job_id = $1 AND c.attempt <> $3 AND EXISTS (SELECT 1 FROM held)
+)
+SELECT EXISTS (SELECT 1 FROM held);
+
+-- name: candidate_write
+-- $1..$15 as candidate_insert, $16 worker, $17 attempt. Written only while that lease
+-- holds the job (FOR SHARE keeps a rescue from slipping in between); once per
+-- (job, attempt, sample): a repeat after a lost reply gets the same row's id.
+WITH held AS (
+  SELECT id FROM jobs WHERE id = $1 AND worker_id = $16 AND attempt = $17 AND state = 'running' FOR SHARE
+)
+INSERT INTO candidates (job_id, op_id, model_id, sample_idx, target, device, source, outcome, message,
+                        reward, kernel_ms, baseline_ms, speedup, flagged, details, attempt)
+SELECT $1::bigint, $2::bigint, nullif($3::bigint, 0), $4::int, $5::text, $6::text, $7::text, $8::text, $9::text,
+       $10::float8, $11::float8, $12::float8, $13::float8, $14::boolean, $15::jsonb, $17::int
+FROM held
+ON CONFLICT (job_id, attempt, sample_idx) WHERE attempt > 0 DO UPDATE SET attempt = EXCLUDED.attempt
+RETURNING id;
+
 -- name: candidate_list_for_job
 SELECT id, job_id, op_id, coalesce(model_id, 0), sample_idx, target, device, source, outcome, message,
        reward, kernel_ms, baseline_ms, speedup, flagged, details::text,
@@ -54,3 +79,16 @@ SELECT id, job_id, op_id, coalesce(model_id, 0), sample_idx, target, device, sou
        reward, kernel_ms, baseline_ms, speedup, flagged, details::text,
        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 FROM candidates WHERE id = $1;
+
+-- name: op_lock
+SELECT id FROM ops WHERE id = $1 FOR UPDATE;
+
+-- name: op_generations_in_flight
+-- Generations of op $1 that are still waiting or running.
+SELECT count(*) FROM jobs
+WHERE kind = 'generate' AND state IN ('available', 'scheduled', 'running', 'retryable') AND args -> 'op_id' = to_jsonb($1::bigint);
+
+-- name: op_delete
+-- The op and its candidates (so the leaderboard forgets it); finished generations keep their rows.
+WITH gone AS (DELETE FROM candidates WHERE op_id = $1 RETURNING 1)
+DELETE FROM ops WHERE id = $1 RETURNING (SELECT count(*) FROM gone);

@@ -13,3 +13,10 @@ UPDATE workers SET heartbeat_at = now(), state = $2 WHERE id = $1;
 
 -- name: worker_stop
 UPDATE workers SET state = 'stopped', stopped_at = now(), heartbeat_at = now() WHERE id = $1;
+
+-- name: worker_mark_dead
+-- Workers whose heartbeat is older than $1 seconds and that never said they stopped:
+-- state dead, and the jobs they claimed to run cleared (the rescuer retries those jobs).
+UPDATE workers SET state = 'dead', running_job_ids = '{}'
+WHERE stopped_at IS NULL AND state <> 'dead' AND heartbeat_at < now() - $1::float8 * interval '1 second'
+RETURNING id;

@@ -1,6 +1,6 @@
 // Server side of the job queue against a real PostgreSQL database per test:
 // insert (validation, idempotency, batches), get, list with cursor, cancel,
-// NOTIFY on insert, pause/resume, prune, schema invariants.
+// NOTIFY on insert, pause/resume, prune, schema invariants, dead workers.
 // Run: scripts/test.sh build -R db_queue_test
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 
 #include "db/connection.h"
 #include "db/queue.h"
+#include "db/workers.h"
 #include "tests/support/test_db.h"
 
 using namespace kforge::db;
@@ -359,4 +360,21 @@ TEST_F(QueueTest, CapabilityTagsAreValidated) {
   EXPECT_THROW(job_insert(*conn_, bad), std::invalid_argument);
   EXPECT_EQ(parse_text_array("{target:opencl,device:cpu}"), (std::vector<std::string>{"target:opencl", "device:cpu"}));
   EXPECT_TRUE(parse_text_array("{}").empty());
+}
+
+TEST_F(QueueTest, SilentWorkersAreMarkedDeadAndTheirJobsCleared) {
+  WorkerInfo info{"host", 1, "cpu", "test", 1, {}};
+  int64_t silent = worker_register(*conn_, info);
+  int64_t alive = worker_register(*conn_, info);
+  scalar("UPDATE workers SET state = 'busy', running_job_ids = '{5,6}', heartbeat_at = now() - interval '2 minutes' "
+         "WHERE id = " + std::to_string(silent) + " RETURNING id");
+  worker_stop(*conn_, alive);
+  scalar("UPDATE workers SET heartbeat_at = now() - interval '2 minutes' WHERE id = " + std::to_string(alive) +
+         " RETURNING id");
+  EXPECT_EQ(worker_mark_dead(*conn_, 60), 1) << "a stopped worker is not dead";
+  EXPECT_EQ(scalar("SELECT state || ':' || cardinality(running_job_ids) FROM workers WHERE id = " +
+                   std::to_string(silent)), "dead:0");
+  EXPECT_EQ(worker_mark_dead(*conn_, 60), 0) << "once";
+  worker_heartbeat(*conn_, silent, "idle");
+  EXPECT_EQ(scalar("SELECT state FROM workers WHERE id = " + std::to_string(silent)), "idle") << "back from the dead";
 }

@@ -18,13 +18,12 @@
 
 using namespace std::chrono_literals;
 using kforge::test::ApiServer;
+using kforge::test::healthy;
 using kforge::test::http_raw;
 using kforge::test::http_request;
 using nlohmann::json;
 
 namespace {
-
-bool healthy(int port) { return http_request(port, "GET", "/v1/health", "", {}, 5).status == 200; }
 
 std::string generation_body(int samples = 4) {
   return json{{"op", json::parse(kforge::test::sample_op())}, {"samples", samples}}.dump();

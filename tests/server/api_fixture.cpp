@@ -54,6 +54,16 @@ RawResponse ApiServer::post(const std::string& path, const std::string& body, co
   return resp;
 }
 
+RawResponse ApiServer::del(const std::string& path, const std::string& token) {
+  std::vector<std::string> headers;
+  if (!token.empty()) headers.push_back("Authorization: Bearer " + token);
+  auto resp = http_request(port, "DELETE", path, "", headers, 30);
+  check("DELETE", path, resp);
+  return resp;
+}
+
+bool healthy(int port) { return http_request(port, "GET", "/v1/health", "", {}, 5).status == 200; }
+
 std::string ApiServer::log() const {
   std::ifstream in("/tmp/kforge-test-server-" + std::to_string(port) + ".log");
   std::stringstream text;

@@ -26,6 +26,8 @@ class ApiServer {
   //! POST a body with an optional token and extra headers; checked against the document.
   RawResponse post(const std::string& path, const std::string& body, const std::string& token = "",
                    std::vector<std::string> headers = {});
+  //! DELETE with an optional token; checked against the document.
+  RawResponse del(const std::string& path, const std::string& token = "");
   //! Server log so far (access log lines, errors).
   std::string log() const;
 
@@ -39,6 +41,9 @@ class ApiServer {
  private:
   void check(const std::string& method, const std::string& path, const RawResponse& resp);
 };
+
+//! True when GET /v1/health on 127.0.0.1:port answers 200 within 5 s.
+bool healthy(int port);
 
 //! The op from DESIGN.md (silu * y), small shapes; `name` varies it.
 std::string sample_op(const std::string& name = "silu_mul", const std::string& body = "F.silu(x) * y");

@@ -1,8 +1,8 @@
 // Every v1 resource over real HTTP against the real server: ops, generations
 // (candidates written as a worker would, best kernel, cancel while queued and
 // while running), training jobs (defaults echoed, metrics, events), evaluations,
-// models (files streamed with sha256), leaderboards (keyset pagination), workers,
-// jobs. Every response is checked against /v1/openapi.json by the fixture.
+// models (files streamed with sha256, archived by an admin), op deletion, leaderboards
+// (keyset pagination), workers, jobs. Every response is checked against /v1/openapi.json by the fixture.
 // Run: scripts/test.sh build -R api_resources
 #include <gtest/gtest.h>
 
@@ -339,6 +339,69 @@ TEST(ApiResources, WorkersShowHeartbeatsToAdmins) {
   EXPECT_TRUE(workers[1]["alive"].get<bool>());
   EXPECT_EQ(workers[1]["slots"], 2);
   EXPECT_TRUE(workers[1]["running_job_ids"].is_array());
+}
+
+// Issue 18: an admin removes an op (and its candidates, so it leaves the leaderboard)
+// and archives a model version (no longer resolved by name, its files not served).
+TEST(ApiResources, AdminDeletesOpsAndArchivesModelVersions) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server({"--leaderboard-cache-ms", "0"});
+  int64_t op_id = body_of(server.post("/v1/ops", kforge::test::sample_op("doomed"), server.submit))["id"];
+  std::string op_path = "/v1/ops/" + std::to_string(op_id);
+  auto gen = server.post("/v1/generations", json{{"op_id", op_id}, {"samples", 3}}.dump(), server.submit);
+  ASSERT_EQ(gen.status, 202) << gen.body;
+  int64_t gen_id = body_of(gen)["id"];
+  {
+    auto conn = kforge::db::connect(server.database.url());
+    kforge::db::candidate_insert(*conn, candidate(gen_id, op_id, "correct", 2.0));
+    kforge::db::candidate_insert(*conn, candidate(gen_id, op_id, "wrong_output", std::nullopt));
+  }
+  ASSERT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 1u);
+
+  EXPECT_EQ(server.del(op_path).status, 401);
+  EXPECT_EQ(server.del(op_path, server.submit).status, 403) << "deleting is for admins";
+  auto busy = server.del(op_path, server.admin);
+  EXPECT_EQ(busy.status, 409) << "a queued generation keeps its op";
+  EXPECT_NE(busy.body.find("cancel them first"), std::string::npos) << busy.body;
+  EXPECT_EQ(server.get(op_path).status, 200);
+  ASSERT_EQ(server.post("/v1/generations/" + std::to_string(gen_id) + "/cancel", "", server.submit).status, 200);
+
+  auto deleted = server.del(op_path, server.admin);
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_TRUE(body_of(deleted)["deleted"].get<bool>());
+  EXPECT_EQ(body_of(deleted)["candidates_deleted"], 2);
+  EXPECT_EQ(server.get(op_path).status, 404);
+  EXPECT_EQ(body_of(server.get("/v1/leaderboard/ops"))["data"].size(), 0u) << "its kernels leave the leaderboard";
+  EXPECT_EQ(server.get("/v1/generations/" + std::to_string(gen_id)).status, 200) << "the finished job keeps its row";
+  EXPECT_EQ(server.del(op_path, server.admin).status, 404);
+  EXPECT_EQ(server.del("/v1/ops/notanid", server.admin).status, 404);
+
+  // Two versions of a model with a file; archive the newer one.
+  auto dir = std::filesystem::temp_directory_path() / ("kforge-archive-model-" + std::to_string(server.port));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "qwen2", "hidden_size": 8})";
+  std::vector<int64_t> versions;
+  for (int version = 1; version <= 2; ++version) {
+    auto made = server.post("/v1/models", json{{"name", "retired"}, {"path", dir.string()}}.dump(), server.admin);
+    ASSERT_EQ(made.status, 201) << made.body;
+    versions.push_back(body_of(made)["id"]);
+  }
+  std::string v2_path = "/v1/models/" + std::to_string(versions[1]);
+  ASSERT_EQ(server.get(v2_path + "/files/config.json", server.submit).status, 200);
+  EXPECT_EQ(server.del(v2_path, server.submit).status, 403);
+  auto archived = server.del(v2_path, server.admin);
+  ASSERT_EQ(archived.status, 200) << archived.body;
+  EXPECT_EQ(body_of(archived)["state"], "archived");
+  EXPECT_EQ(body_of(server.get(v2_path))["state"], "archived") << "still readable";
+  EXPECT_EQ(server.get(v2_path + "/files/config.json", server.submit).status, 404) << "files no longer served";
+  EXPECT_EQ(server.post("/v1/generations", json{{"op", json::parse(kforge::test::sample_op())},
+                                                {"model", "retired@2"}}.dump(), server.submit).status, 422)
+      << "an archived version is not resolved by name";
+  auto by_name = server.post("/v1/generations", json{{"op", json::parse(kforge::test::sample_op())},
+                                                     {"model", "retired"}}.dump(), server.submit);
+  ASSERT_EQ(by_name.status, 202) << by_name.body;
+  EXPECT_EQ(server.del("/v1/models/987654", server.admin).status, 404);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiResources, ErrorPathsOfEveryResource) {

@@ -1,9 +1,13 @@
 // The real kforge-server binary over real HTTP: health, ready, static files,
-// problem+json, and /v1/ready following the database down and back up.
+// problem+json, the HTTP pool's size, and /v1/ready following the database down and back up.
 // Run: scripts/test.sh build -R server_system_test
 #include <gtest/gtest.h>
 
 #include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +79,51 @@ TEST(ServerSystem, TwoServersStartingAtOnceApplyMigrationsOnce) {
   pqxx::read_transaction txn(*conn);
   auto row = txn.exec1("SELECT count(*) = count(DISTINCT name) FROM schema_migrations");
   EXPECT_TRUE(row[0].as<bool>());
+}
+
+namespace {
+
+// Threads of a running process (/proc/PID/task), read once the server is ready and
+// its migrator thread has finished.
+int thread_count(pid_t pid) {
+  int count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    ++count;
+  }
+  return count;
+}
+
+int ready_server_threads(const std::string& url, const std::vector<std::string>& args) {
+  int port = kforge::test::free_port();
+  auto server = kforge::test::start_server(port, url, args);
+  EXPECT_TRUE(kforge::test::wait_for_status(port, "/v1/ready", 200, 20s));
+  std::this_thread::sleep_for(300ms);  // the migrator thread returns after the last migration
+  EXPECT_EQ(http_request(port, "GET", "/v1/leaderboard/ops").status, 200);
+  return thread_count(server.pid());
+}
+
+}  // namespace
+
+// --http-threads sizes cpprestsdk's pool (its own default, 40, cost the leaderboard
+// its p99 on 2 cores: docs/api.md); the default is two per core, at least 4.
+TEST(ServerSystem, HttpThreadsSizeCpprestsdksPool) {
+  KFORGE_REQUIRE_DB();
+  kforge::test::TestDatabase database;
+  int three = ready_server_threads(database.url(), {"--http-threads", "3"});
+  int thirty_three = ready_server_threads(database.url(), {"--http-threads", "33"});
+  int by_default = ready_server_threads(database.url(), {});
+  EXPECT_EQ(thirty_three - three, 30) << "each --http-threads is one pool thread";
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(by_default - three, std::max(4, 2 * cores) - 3) << "default: two per core, at least 4";
+
+  for (std::string bad : {"-1", "1025", "many"}) {
+    auto [code, output] = kforge::run_command({kforge::test::bin_path("kforge-server"), "--http-threads", bad,
+                                               "--port", std::to_string(kforge::test::free_port()),
+                                               "--database-url", database.url()});
+    EXPECT_EQ(code, 2) << bad << ": " << output;
+    EXPECT_NE(output.find("http-threads"), std::string::npos) << output;
+  }
 }
 
 // Runs scripts/pg.sh against a private cluster so stopping it affects no other test.

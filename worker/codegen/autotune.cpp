@@ -11,6 +11,12 @@ AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& o
     result.unsupported = analysis.unsupported;
     return result;
   }
+  // The Checker runs programs in options.target; emit in the same language.
+  Target target = Target::opencl;
+  if (!parse_target(options.target, target)) {
+    result.unsupported = "the teacher cannot emit target '" + options.target + "'";
+    return result;
+  }
   std::string error;
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) {
@@ -18,7 +24,7 @@ AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& o
     result.unsupported = "reference: " + error;
     return result;
   }
-  auto space = schedule_space(analysis);
+  auto space = schedule_space(analysis, target);
   size_t count = max_schedules == 0 ? space.size() : std::min(space.size(), max_schedules);
   std::string first_failure;
   for (size_t pick = 0; pick < count; ++pick) {
@@ -26,7 +32,7 @@ AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& o
     const Schedule& schedule = space[pick * space.size() / count];
     VariantResult variant;
     variant.schedule = schedule;
-    auto gen = emit_program(analysis, schedule);
+    auto gen = emit_program(analysis, schedule, target);
     if (!gen.ok()) continue;  // schedule_space only lists emittable schedules
     auto check = checker->check(gen.program);
     variant.outcome = harness::outcome_name(check.outcome);

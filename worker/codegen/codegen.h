@@ -1,5 +1,6 @@
 // Teacher compiler: lowers an op's TorchScript graph (aten ops) to a kernel program
-// in the kforge format (docs/kernel-format.md) for explicit schedule parameters.
+// in the kforge format (docs/kernel-format.md) for explicit schedule parameters, in
+// each target (opencl, cuda, triton) from the same IR and stages.
 // Test: ctest -R codegen. Docs: docs/codegen.md.
 #pragma once
 
@@ -13,6 +14,18 @@ namespace kforge::codegen {
 
 //! Kernel program targets the teacher can emit.
 std::vector<std::string> supported_targets();
+
+//! The kernel language of an emitted program (docs/kernel-format.md).
+enum class Target {
+  opencl,  //!< OpenCL C kernels + launch lines (PoCL, NVIDIA's OpenCL)
+  cuda,    //!< CUDA C++ `__global__` kernels + the same launch lines (NVRTC)
+  triton,  //!< a Python module: forward(*inputs) launching @triton.jit kernels
+};
+
+//! "opencl", "cuda", "triton".
+std::string target_name(Target target);
+//! Parses a target name; false when unknown.
+bool parse_target(const std::string& name, Target& out);
 
 //! How row reductions are spread over work-items.
 enum class ReduceStrategy {
@@ -30,8 +43,16 @@ struct Schedule {
   int unroll = 1;           //!< unroll factor for the inner k loop of matmul and for reduction loops
   ReduceStrategy reduce = ReduceStrategy::group;  //!< row-reduction layout
   int partials = 64;        //!< full reductions: work-groups in the first pass (= scratch entries)
+  // Triton knobs (the C targets ignore them).
+  int block = 1024;   //!< triton: elements per program (pointwise), chunk along a row (0: the whole row at once),
+                      //!< inner outputs per program (reductions over another dim), elements per step (full reductions)
+  int rows = 1;       //!< triton: rows per program (last-dim reductions, scans), reduced elements per step (other dims)
+  int warps = 4;      //!< triton: num_warps
+  int stages = 3;     //!< triton: num_stages (software pipelining of matmul loads)
+  int block_m = 64, block_n = 64, block_k = 32;  //!< triton matmul tile
+  int group_m = 8;    //!< triton matmul: rows of tiles per program group (L2 reuse swizzle)
 
-  //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4".
+  //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;
 };
 
@@ -64,19 +85,20 @@ Analysis analyze(const spec::OpSpec& spec);
 
 //! A generated kernel program or why none could be generated.
 struct Generated {
-  std::string program;      //!< kforge kernel program text (target opencl)
+  std::string program;      //!< kforge kernel program text in the requested target
   std::string unsupported;  //!< non-empty when no program was generated
   //! True when `program` is valid.
   bool ok() const { return unsupported.empty(); }
 };
 
-//! Emits the program for one schedule; schedules a stage cannot use are reported as unsupported.
-Generated emit_program(const Analysis& analysis, const Schedule& schedule);
+//! Emits the program for one schedule in `target`; schedules a stage cannot use are reported as unsupported.
+Generated emit_program(const Analysis& analysis, const Schedule& schedule, Target target = Target::opencl);
 
-//! A set of distinct valid schedules for this op (the autotune and SFT variant space).
-std::vector<Schedule> schedule_space(const Analysis& analysis);
+//! A set of distinct valid schedules for this op and target (the autotune and SFT variant
+//! space), the one expected fastest on the target's usual device first.
+std::vector<Schedule> schedule_space(const Analysis& analysis, Target target = Target::opencl);
 
 //! analyze + emit_program.
-Generated compile_op(const spec::OpSpec& spec, const Schedule& schedule);
+Generated compile_op(const spec::OpSpec& spec, const Schedule& schedule, Target target = Target::opencl);
 
 }  // namespace kforge::codegen

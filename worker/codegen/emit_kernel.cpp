@@ -15,7 +15,10 @@ const std::set<std::string> kReserved = {
     "i", "j", "n", "kk", "k0", "m", "m0", "lx", "ly", "lid", "gid", "row", "col", "bat", "base", "len", "inner",
     "groups", "acc", "red", "tile_a", "tile_b", "M", "N", "K", "stride", "step", "out", "wr", "tr",
     "ri", "am", "ak", "bk", "bn", "bv", "av", "sum", "kt", "c", "n0", "r", "k", "c0", "c1", "c2", "c3", "c4", "c5", "kernel", "global", "local", "constant", "private",
-    "float", "int", "half", "double", "long", "char", "short", "uint", "bool", "void"};
+    "float", "int", "half", "double", "long", "char", "short", "uint", "bool", "void",
+    // CUDA C++ keywords and builtins an input could be named after
+    "new", "delete", "class", "template", "this", "auto", "register", "namespace", "operator", "friend", "virtual",
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "q0", "lane", "warp", "o"};
 
 }  // namespace
 
@@ -27,7 +30,8 @@ std::string Kernel::buffer(const std::string& name, const std::string& type) {
   bool acc_like = name.rfind("acc", 0) == 0;
   std::string param = kReserved.count(name) || var_like || acc_like ? "in_" + name : name;
   buffer_param[name] = param;
-  params.push_back("__global const " + type + "* restrict " + param);
+  params.push_back(target == Target::cuda ? "const " + type + "* __restrict__ " + param
+                                          : "__global const " + type + "* restrict " + param);
   args.push_back(name);
   return param;
 }
@@ -57,7 +61,11 @@ std::string Kernel::render() const {
   std::string all_args;
   std::vector<std::string> all_params = params;
   std::vector<std::string> launch = args;
-  all_params.push_back("__global " + output_type + "* restrict " + output_buffer);
+  const bool cuda = target == Target::cuda;
+  // CUDA's 64-bit integer is `long long` (`long` is 32-bit on some hosts).
+  const std::string out_type = cuda && output_type == "long" ? "long long" : output_type;
+  all_params.push_back(cuda ? out_type + "* __restrict__ " + output_buffer
+                            : "__global " + output_type + "* restrict " + output_buffer);
   launch.push_back(output_buffer);
   for (size_t idx = 0; idx < size_params.size(); ++idx) {
     all_params.push_back("int " + size_params[idx]);  // the harness parser reads `int n`, not `const int n`
@@ -65,9 +73,14 @@ std::string Kernel::render() const {
   }
   for (size_t idx = 0; idx < launch.size(); ++idx) all_args += (idx ? "," : "") + launch[idx];
   out << "// kforge-launch: " << name << " grid=" << grid << " block=" << block << " args=" << all_args << "\n";
-  std::string head = attributes.empty() ? "__kernel void " + name + "(" : "void " + name + "(";
-  if (!attributes.empty()) out << "__kernel " << attributes.substr(0, attributes.size() - 1) << "\n";
-  out << head;
+  if (cuda) {
+    // The attribute goes before `void`: the harness finds kernels as `__global__ ... void name(`.
+    out << "extern \"C\" __global__ " << attributes << "void " << name << "(";
+  } else {
+    std::string head = attributes.empty() ? "__kernel void " + name + "(" : "void " + name + "(";
+    if (!attributes.empty()) out << "__kernel " << attributes.substr(0, attributes.size() - 1) << "\n";
+    out << head;
+  }
   // One line: the harness's signature parser (worker/harness/program.cpp trim) keeps
   // newlines inside parameter types, so a wrapped signature fails its rules.
   for (size_t idx = 0; idx < all_params.size(); ++idx) out << (idx ? ", " : "") << all_params[idx];
@@ -95,8 +108,22 @@ std::string indent_more(const std::string& text, const std::string& extra) {
   return out;
 }
 
-std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent) {
+std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent,
+                         const Dialect& d) {
   std::ostringstream s;
+  if (d.cuda()) {
+    // Warp shuffles, then one value per warp through shared memory; every thread ends
+    // with the combined value.
+    s << indent << "for (int o = 16; o > 0; o >>= 1) " << var << " = "
+      << combine_code(op, var, "__shfl_xor_sync(0xffffffffu, " + var + ", o)", d.target) << ";\n";
+    s << indent << "if ((lid & 31) == 0) red[lid >> 5] = " << var << ";\n";
+    s << indent << "__syncthreads();\n";
+    s << indent << var << " = red[0];\n";
+    s << indent << "for (int w = 1; w < " << wg / 32 << "; ++w) " << var << " = "
+      << combine_code(op, var, "red[w]", d.target) << ";\n";
+    s << indent << "__syncthreads();\n";
+    return s.str();
+  }
   s << indent << "red[lid] = " << var << ";\n";
   s << indent << "barrier(CLK_LOCAL_MEM_FENCE);\n";
   s << indent << "for (int stride = " << wg / 2 << "; stride > 0; stride >>= 1) {\n";

@@ -58,9 +58,7 @@ std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, 
     return "";
   }
   const int rts = ts / wpt;
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
   const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
   const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
   const std::string &M = ops.M, &K = ops.K, &N = ops.N;
@@ -69,7 +67,7 @@ std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, 
   const std::string b_off = ops.mv ? "bk"
                                    : std::string(ops.b_batched ? "bat * " + K + " * " + N + " + " : "") +
                                          (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn");
-  k.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(ts) + ", " + std::to_string(rts) + ", 1))) ";
+  k.attributes = d_.work_group_attribute(ts, rts);
   k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(ts) + "),cdiv(" + a_eff[a_eff.size() - 2].expr() +
            ", " + std::to_string(ts) + ")" + (ops.batched ? "," + a_eff[0].expr() : ",1");
   if (ops.mv) k.grid = "1,cdiv(" + a_eff[0].expr() + ", " + std::to_string(ts) + "),1";
@@ -78,12 +76,12 @@ std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, 
   const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result);
 
   std::ostringstream body;
-  body << "  __local float tile_a[" << ts << "][" << ts << "];  // [m][k]\n";
-  body << "  __local float tile_b[" << ts << "][" << ts << "];  // [k][n]\n";
-  body << "  const int lx = get_local_id(0), ly = get_local_id(1);\n";
-  body << "  const int n = get_group_id(0) * " << ts << " + lx;\n";
-  body << "  const int m0 = get_group_id(1) * " << ts << ";\n";
-  if (ops.batched) body << "  const int bat = get_group_id(2);\n";
+  body << "  " << d_.shared() << " float tile_a[" << ts << "][" << ts << "];  // [m][k]\n";
+  body << "  " << d_.shared() << " float tile_b[" << ts << "][" << ts << "];  // [k][n]\n";
+  body << "  const int lx = " << d_.local_id(0) << ", ly = " << d_.local_id(1) << ";\n";
+  body << "  const int n = " << d_.group_id(0) << " * " << ts << " + lx;\n";
+  body << "  const int m0 = " << d_.group_id(1) << " * " << ts << ";\n";
+  if (ops.batched) body << "  const int bat = " << d_.group_id(2) << ";\n";
   body << "  float acc[" << wpt << "];\n";
   body << "  for (int wr = 0; wr < " << wpt << "; ++wr) acc[wr] = 0.0f;\n";
   body << "  for (int k0 = 0; k0 < " << K << "; k0 += " << ts << ") {\n";
@@ -93,12 +91,12 @@ std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, 
   body << "      tile_a[tr][lx] = (am < " << M << " && ak < " << K << ") ? " << ops.a << "[" << a_off << "] : 0.0f;\n";
   body << "      const int bk = k0 + tr, bn = n;\n";
   body << "      tile_b[tr][lx] = (bk < " << K << " && bn < " << N << ") ? " << ops.b << "[" << b_off << "] : 0.0f;\n";
-  body << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n";
+  body << "    }\n    " << d_.barrier() << ";\n";
   body << unroll_pragma(s_.unroll, "    ");
   body << "    for (int kk = 0; kk < " << ts << "; ++kk) {\n";
   body << "      const float bv = tile_b[kk][lx];\n";
   body << "      for (int wr = 0; wr < " << wpt << "; ++wr) acc[wr] += tile_a[ly + wr * " << rts << "][kk] * bv;\n";
-  body << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n";
+  body << "    }\n    " << d_.barrier() << ";\n  }\n";
   body << "  for (int wr = 0; wr < " << wpt << "; ++wr) {\n";
   body << "    const int m = m0 + ly + wr * " << rts << ";\n";
   body << "    if (m < " << M << " && n < " << N << ") {\n" << epilogue;
@@ -119,7 +117,7 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
   out_idx = out_shape.size() == 3 ? "(bat * " + M + " + m) * " + N + " + n"
             : out_shape.size() == 2 ? "m * " + N + " + n" : "m";
   int counter = 0;
-  ExprEmitter e(g_, 1, &counter);
+  ExprEmitter e = expr(1, &counter);
   e.is_leaf = [&](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
   e.known[stage.anchor] = "acc[wr]";
   e.load = [&](int id, const std::vector<std::string>& c) -> std::string {
@@ -143,6 +141,10 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
 // B as [N, K] (a transposed view, e.g. linear's weight): floatN along k for
 // work_per_item x per_item dot products, summed across lanes at the end.
 std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::string& name, std::string& err) {
+  if (d_.cuda()) {
+    err = "register-blocked matmul (tile 0) is opencl only; cuda uses shared-memory tiles";
+    return "";
+  }
   RegisterBlock blk;
   blk.rm = std::max(1, s_.work_per_item);
   blk.vec = s_.vector_width;
@@ -153,9 +155,7 @@ std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::stri
   }
   blk.vn = std::to_string(blk.vec);
   blk.fv = "float" + blk.vn;
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
   const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
   if (ops.trans_a || ops.mv) {
     err = "register-blocked matmul needs a plain A and a matrix B";
@@ -174,9 +174,9 @@ std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::stri
   else blk.coords = {"m", "n"};
   blk.out_row = out_shape.size() == 3 ? "(bat * " + ops.M + " + m) * " + ops.N : "m * " + ops.N;
   std::ostringstream body;
-  body << "  const int n0 = get_global_id(0)" << (cols > 1 ? " * " + std::to_string(cols) : "") << ";\n";
-  body << "  const int m0 = get_global_id(1) * " << blk.rm << ";\n";
-  if (ops.batched) body << "  const int bat = get_global_id(2);\n";
+  body << "  const int n0 = " << d_.global_id(0) << (cols > 1 ? " * " + std::to_string(cols) : "") << ";\n";
+  body << "  const int m0 = " << d_.global_id(1) << " * " << blk.rm << ";\n";
+  if (ops.batched) body << "  const int bat = " << d_.global_id(2) << ";\n";
   body << "  if (n0 >= " << ops.N << " || m0 >= " << ops.M << ") return;\n";
   body << (ops.trans_b ? registers_transposed_b(stage, k, ops, blk, err) : registers_plain_b(stage, k, ops, blk, err));
   if (!err.empty()) return "";
@@ -188,7 +188,7 @@ std::string ProgramEmitter::matmul_registers(const Stage& stage, const std::stri
 // (m, n..n+vec-1) for the plain form.
 ExprEmitter ProgramEmitter::register_epilogue(int width, const Stage& stage, Kernel& k, int* counter,
                                               std::string& err) {
-  ExprEmitter e(g_, width, counter);
+  ExprEmitter e = expr(width, counter);
   e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
   e.load = [this, &k, &err, width](int id, const std::vector<std::string>& c) -> std::string {
     std::string buf = k.buffer(buffer_name(id));

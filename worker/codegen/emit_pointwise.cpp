@@ -3,6 +3,7 @@
 // emit_program.h. Test: ctest -R codegen.
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "worker/codegen/emit_program.h"
@@ -14,7 +15,8 @@ namespace {
 // adjacent work-items take adjacent inner positions, so for inner > 1 each step of
 // the loop reads a contiguous run. Returns the lines that compute `base` (the line's
 // first element) and sets `len` / `step` (the loop's bound and element offset).
-std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, std::string& len, std::string& step) {
+std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, const Dialect& d, std::string& len,
+                       std::string& step) {
   Shape outer_dims(shape.begin(), shape.begin() + axis), inner_dims(shape.begin() + axis + 1, shape.end());
   Shape line_dims = outer_dims;
   line_dims.insert(line_dims.end(), inner_dims.begin(), inner_dims.end());
@@ -29,7 +31,7 @@ std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, 
   k.grid = "cdiv(" + lines_expr + ", " + std::to_string(work_group) + ")";
   k.block = std::to_string(work_group);
   std::ostringstream body;
-  body << "  const int gid = get_global_id(0);\n";
+  body << "  const int gid = " << d.global_id(0) << ";\n";
   body << "  if (gid >= " << lines << ") return;\n";
   if (inner == "1") {
     body << "  const int base = gid * " << len << ";\n";
@@ -68,7 +70,7 @@ std::string vector_body(const std::function<ExprEmitter(int)>& make, int root, c
        << vector.take_lines(ind + "  ") << ind << "  vstore" << vec << "(" << vresult << ", 0, " << out << " + i);\n";
   body << ind << "} else {  // the last n % " << vec << " elements, one at a time\n";
   body << ind << "  for (int j = i; j < " << n << "; ++j) {\n";
-  ExprEmitter tail = make(1);
+  ExprEmitter tail = make(1);  // the same emitter kind, scalar
   std::string tresult = tail.value(root, coords);
   std::string tail_body = tail.take_lines(ind + "    ");
   // The tail reads element j where the vector path reads i.
@@ -89,13 +91,11 @@ std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, st
     err = "scan op " + node.op + " has no emission";
     return "";
   }
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
   const std::string src = k.buffer(buffer_name(node.args[0]));
   std::string len, step;
   std::ostringstream body;
-  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, len, step);
+  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, d_, len, step);
   body << "  float acc = 0.0f;\n";
   if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
   body << "  for (int r = 0; r < " << len << "; ++r) {\n";
@@ -114,14 +114,12 @@ std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& na
     err = "arg reduction " + node.op + " has no emission";
     return "";
   }
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
   k.output_type = "long";
   const std::string src = k.buffer(buffer_name(node.args[0]));
   std::string len, step;
   std::ostringstream body;
-  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, len, step);
+  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, d_, len, step);
   const std::string better = node.op == "argmax" ? ">" : "<";
   body << "  float best = " << src << "[base];\n";
   body << "  int best_idx = 0;\n";
@@ -143,9 +141,7 @@ std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& na
 // One work-item per output element (or per_item of them, grid-stride; or floatN
 // vectors when every operand is contiguous with the output's shape or a scalar).
 std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& name, std::string& err) {
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
   const Shape& out_shape = g_.nodes[stage.root].shape;
   const int rank = static_cast<int>(out_shape.size());
   std::vector<std::string> coords;
@@ -156,7 +152,7 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
   bool need_coords = false, contiguous = true;
   // Reads are linear (vloadN-able) when an operand has the output's shape, else through coordinates.
   auto make = [&](int vec) {
-    ExprEmitter e(g_, vec, &counter);
+    ExprEmitter e = expr(vec, &counter);
     e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
     e.on_view = [&] { contiguous = false; };
     e.dim = [&](const Dim& d) { return k.dim(d); };
@@ -193,20 +189,82 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
   std::ostringstream body;
   if (per_item > 1) {
     body << "  for (int step = 0; step < " << per_item << "; ++step) {\n";
-    body << ind << "const int i = (get_global_id(0) + step * get_global_size(0))" << vec_mul << ";\n";
+    body << ind << "const int i = (" << d_.global_id(0) << " + step * " << d_.global_size(0) << ")" << vec_mul << ";\n";
   } else {
-    body << ind << "const int i = get_global_id(0)" << vec_mul << ";\n";
+    body << ind << "const int i = " << d_.global_id(0) << vec_mul << ";\n";
   }
   body << ind << "if (i >= " << n << ") return;\n";
   if (vec == 1) {
     body << reindent(coord_lines, ind) << reindent(scalar_lines, ind) << ind << k.output_buffer << "[i] = " << result
          << ";\n";
+  } else if (d_.cuda()) {
+    body << cuda_vector_body(stage, k, n, ind, err);
+    if (!err.empty()) return "";
   } else {
     body << vector_body(make, stage.root, coords, vec, n, ind, k.output_buffer);
   }
   if (per_item > 1) body << "  }\n";
   k.body = body.str();
   return k.render();
+}
+
+// CUDA has float4 loads but no float4 arithmetic: each thread loads `vec` consecutive
+// elements of every operand with 16-byte loads (buffers are 256-byte aligned and i is a
+// multiple of vec), computes each lane with scalar code, and stores float4s; the last
+// n % vec elements go one at a time.
+std::string ProgramEmitter::cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n,
+                                             const std::string& ind, std::string& err) {
+  const int vec = s_.vector_width;
+  if (vec % 4 != 0) {
+    err = "cuda vector_width must be 4 or 8";
+    return "";
+  }
+  const int quads = vec / 4;
+  int counter = 0;
+  std::ostringstream loads, lanes;
+  std::map<std::string, std::string> loaded;  // buffer parameter -> its register array
+  std::vector<std::string> results;
+  for (int lane = 0; lane < vec; ++lane) {
+    ExprEmitter e = expr(1, &counter);
+    e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+    e.dim = [&](const Dim& d) { return k.dim(d); };
+    e.load = [&, lane](int id, const std::vector<std::string>&) -> std::string {
+      const Node& leaf = g_.nodes[id];
+      std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
+      if (numel_value(leaf.shape) == 1) return buf + "[0]";
+      auto it = loaded.find(buf);
+      if (it == loaded.end()) {
+        std::string regs = "r_" + buf;
+        for (int quad = 0; quad < quads; ++quad)
+          loads << ind << "  const float4 " << regs << quad << " = reinterpret_cast<const float4*>(" << buf << " + i)["
+                << quad << "];\n";
+        it = loaded.emplace(buf, regs).first;
+      }
+      return it->second + std::to_string(lane / 4) + "." + "xyzw"[lane % 4];
+    };
+    std::string result = e.value(stage.root, {});
+    lanes << ind << "  // lane " << lane << "\n" << e.take_lines(ind + "  ");
+    results.push_back(result);
+  }
+  std::ostringstream body;
+  body << ind << "if (i + " << vec << " <= " << n << ") {\n" << loads.str() << lanes.str();
+  for (int quad = 0; quad < quads; ++quad)
+    body << ind << "  reinterpret_cast<float4*>(" << k.output_buffer << " + i)[" << quad << "] = make_float4("
+         << results[quad * 4] << ", " << results[quad * 4 + 1] << ", " << results[quad * 4 + 2] << ", "
+         << results[quad * 4 + 3] << ");\n";
+  body << ind << "} else {  // the last n % " << vec << " elements, one at a time\n";
+  body << ind << "  for (int j = i; j < " << n << "; ++j) {\n";
+  ExprEmitter tail = expr(1, &counter);
+  tail.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+  tail.dim = [&](const Dim& d) { return k.dim(d); };
+  tail.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k.buffer(buffer_name(id));
+    return numel_value(g_.nodes[id].shape) == 1 ? buf + "[0]" : buf + "[j]";
+  };
+  std::string tresult = tail.value(stage.root, {});
+  body << tail.take_lines(ind + "    ") << ind << "    " << k.output_buffer << "[j] = " << tresult << ";\n";
+  body << ind << "  }\n" << ind << "}\n";
+  return body.str();
 }
 
 }  // namespace kforge::codegen::emit

@@ -1,10 +1,13 @@
 // Internal to the teacher's emission (emit*.cpp): Kernel, the kernel under construction
 // (parameters, launch line, body), the text helpers the stage emitters share, and
-// ProgramEmitter, which turns an Analysis into one kernel per stage. Each stage kind is
-// emitted in its own file: emit_pointwise.cpp (pointwise, scan, arg_reduce),
-// emit_reduce.cpp (row and full reductions), emit_matmul.cpp. Test: ctest -R codegen.
+// ProgramEmitter, which turns an Analysis into one kernel per stage in OpenCL C or CUDA
+// C++ (a Dialect). Each stage kind is emitted in its own file: emit_pointwise.cpp
+// (pointwise, scan, arg_reduce), emit_reduce.cpp (row and full reductions),
+// emit_matmul.cpp; Triton programs come from TritonEmitter (emit_triton.h).
+// Test: ctest -R codegen.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@ namespace kforge::codegen::emit {
 
 //! A kernel under construction: parameters with their launch arguments, then the body.
 struct Kernel {
+  Target target = Target::opencl;  //!< opencl or cuda (parameter and head spelling)
   std::string name;
   std::vector<std::string> params, args;            //!< parallel
   std::map<std::string, std::string> buffer_param;  //!< buffer name -> parameter name
@@ -41,8 +45,16 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep);
 std::string reindent(const std::string& text, const std::string& to);
 //! Adds `extra` in front of every line.
 std::string indent_more(const std::string& text, const std::string& extra);
-//! Lines of a local-memory tree reduction of `var` over a work-group of `wg` items.
-std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent);
+//! Lines of a work-group reduction of `var` over `wg` items: a local-memory tree (OpenCL),
+//! warp shuffles and one shared slot per warp (CUDA).
+std::string group_reduce(const std::string& var, const std::string& op, int wg, const std::string& indent,
+                         const Dialect& d);
+//! Offset of a coordinate tuple in a contiguous tensor of `shape`, e.g. "c1 + c0*x_size1";
+//! `dim` names a dimension in the kernel (a literal or a size parameter).
+std::string offset_expr(const Shape& shape, const std::vector<std::string>& coords,
+                        const std::function<std::string(const Dim&)>& dim);
+//! The op's name as the start of a kernel name (an identifier in C and Python).
+std::string kernel_prefix(const std::string& op_name);
 //! "#pragma unroll N" for N > 1, else nothing.
 std::string unroll_pragma(int unroll, const std::string& indent);
 //! The node under a chain of views (a matmul operand), flipping `transposed` per view.
@@ -53,26 +65,46 @@ struct RowLayout;       // emit_reduce.cpp
 struct MatmulOperands;  // emit_matmul.cpp
 struct RegisterBlock;   // emit_matmul.cpp
 
-//! Emits every stage of one Analysis for one Schedule.
-class ProgramEmitter {
+//! Where each stage's result lives (the output or a scratch buffer): shared by the C
+//! and Triton emitters.
+class StageBuffers {
  public:
-  ProgramEmitter(const Analysis& a, const Schedule& s);
+  explicit StageBuffers(const Analysis& a);
+
+ protected:
+  const Analysis& a_;
+  const Graph& g_;
+  std::map<int, std::string> buffer_of_;  //!< stage root -> "out" or a scratch buffer "tmpN"
+  std::vector<int> scratch_roots_;         //!< the roots kept in scratch, in tmp0, tmp1... order
+
+  //! True for a node the stage producing `root` reads from a buffer (an input or an earlier stage).
+  bool is_buffer_leaf(int id, int root) const;
+  //! The buffer holding node `id`: the input's name or the stage's buffer.
+  std::string buffer_name(int id) const;
+  //! The reductions of this stage's region: those feeding its root without crossing a buffer.
+  std::vector<int> region_reductions(const Stage& stage) const;
+};
+
+//! Emits every stage of one Analysis for one Schedule in OpenCL C or CUDA C++.
+class ProgramEmitter : public StageBuffers {
+ public:
+  ProgramEmitter(const Analysis& a, const Schedule& s, Target target);
   //! The whole program, or `unsupported` naming why a stage cannot use the schedule.
   Generated run();
 
  private:
-  const Analysis& a_;
-  const Graph& g_;
   const Schedule& s_;
-  std::map<int, std::string> buffer_of_;  // stage root -> "out" or a scratch buffer
+  Dialect d_;
   std::vector<std::string> scratch_;       // kforge-scratch lines
 
-  bool is_buffer_leaf(int id, int root) const;
-  std::string buffer_name(int id) const;
   std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords);
+  Kernel kernel(const std::string& name, const std::string& output) const;
+  ExprEmitter expr(int vec, int* counter) const { return ExprEmitter(g_, vec, counter, d_.target); }
 
   // emit_pointwise.cpp
   std::string pointwise(const Stage& stage, const std::string& name, std::string& err);
+  std::string cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n, const std::string& ind,
+                               std::string& err);
   std::string scan(const Stage& stage, const std::string& name, std::string& err);
   std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
 
@@ -81,7 +113,6 @@ class ProgramEmitter {
   bool row_layout(const Stage& stage, Kernel& k, RowLayout& layout, std::string& err);
   ExprEmitter row_emitter(int width, const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns,
                           int* counter);
-  std::vector<int> region_reductions(const Stage& stage) const;
   std::string row_header(const RowLayout& layout, Kernel& k);
   std::string row_accumulators(const RowLayout& layout, const std::vector<int>& reduces, ExprEmitter& e,
                                ExprEmitter& ev);

@@ -7,87 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include "worker/codegen/emit_patterns.h"
 #include "worker/codegen/emit_program.h"
 
 namespace kforge::codegen::emit {
-
-// Patterns of a value relative to the reduced tensor [outer, len, inner]:
-// full (varies along everything), lane (only along the reduced dim), group (constant
-// along the reduced dim), scalar.
-enum class Pattern { scalar, lane, group, full };
-
-Pattern join(Pattern a, Pattern b) {
-  if (a == b) return a;
-  if (a == Pattern::scalar) return b;
-  if (b == Pattern::scalar) return a;
-  return Pattern::full;
-}
-
-// The pattern of every node of a reduction region, memoised; `error` says why a region
-// cannot be emitted.
-struct PatternMap {
-  const Graph& g;
-  const Stage& stage;
-  std::function<bool(int)> is_leaf;
-  std::map<int, Pattern> memo;
-  std::string error;
-
-  Pattern leaf(const Shape& shape) {
-    const Shape& ref = stage.reduce_shape;
-    if (numel_value(shape) == 1) return Pattern::scalar;
-    auto reduced = [&](size_t axis) {
-      return std::find(stage.reduce_axes.begin(), stage.reduce_axes.end(), static_cast<int>(axis)) !=
-             stage.reduce_axes.end();
-    };
-    if (shape.size() <= ref.size()) {
-      size_t offset = ref.size() - shape.size();
-      bool full = true, lane = true, group = true;
-      for (size_t axis = 0; axis < ref.size(); ++axis) {
-        int64_t v = axis < offset ? 1 : shape[axis - offset].value;
-        full = full && v == ref[axis].value;
-        lane = lane && (reduced(axis) ? v == ref[axis].value : v == 1);
-        group = group && (reduced(axis) ? v == 1 : v == ref[axis].value);
-      }
-      if (full) return Pattern::full;
-      if (lane) return Pattern::lane;
-      if (group) return Pattern::group;
-      // A tensor without the reduced dims (keepdim=False result) is per-row too.
-      if (shape.size() == ref.size() - stage.reduce_axes.size()) {
-        bool kept = true;
-        size_t pos = 0;
-        for (size_t axis = 0; axis < ref.size(); ++axis)
-          if (!reduced(axis)) kept = kept && shape[pos++].value == ref[axis].value;
-        if (kept) return Pattern::group;
-      }
-    }
-    error = "an operand of shape " + std::to_string(shape.size()) + "-d does not line up with the reduced tensor";
-    return Pattern::full;
-  }
-
-  Pattern of(int id) {
-    auto it = memo.find(id);
-    if (it != memo.end()) return it->second;
-    const Node& node = g.nodes[id];
-    Pattern p = Pattern::scalar;
-    if (is_leaf(id)) {
-      p = leaf(node.shape);
-    } else if (node.kind == NodeKind::reduce) {
-      p = Pattern::group;
-    } else if (node.kind == NodeKind::constant || node.kind == NodeKind::red_len) {
-      p = Pattern::scalar;
-    } else if (node.kind == NodeKind::view) {
-      p = of(node.args[0]);
-      bool size_one_only = true;  // squeeze/unsqueeze only: any other view would reorder data
-      int kept = 0;
-      for (int s : node.src)
-        if (s >= 0) size_one_only = size_one_only && s == kept++;
-      if (!size_one_only || !node.flip.empty()) error = "a permuting view inside a reduction region is not supported";
-    } else {
-      for (int a : node.args) p = join(p, of(a));
-    }
-    return memo[id] = p;
-  }
-};
 
 // A row reduction as the [outer, len, inner] view of the reduced tensor, the schedule's
 // layout choices and the kernel names its loops use.
@@ -105,9 +28,11 @@ struct RowLayout {
 // ------------------------------------------------------------------ reduce_rows
 
 std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& name, std::string& err) {
-  Kernel k;
-  k.name = name;
-  k.output_buffer = buffer_of_.at(stage.root);
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
+  if (d_.cuda() && s_.vector_width > 1) {
+    err = "cuda row reductions read one float per thread (vector_width applies to opencl)";
+    return "";
+  }
   RowLayout layout;
   if (!row_layout(stage, k, layout, err)) return "";
   PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
@@ -186,7 +111,7 @@ bool ProgramEmitter::row_layout(const Stage& stage, Kernel& k, RowLayout& layout
 // (floatN along the row for `width` > 1), and per-row values are hoisted out of the loop.
 ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const RowLayout& layout, Kernel& k,
                                         PatternMap& patterns, int* counter) {
-  ExprEmitter e(g_, width, counter);
+  ExprEmitter e = expr(width, counter);
   e.red_len = layout.len;
   e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
   e.hoist = [&patterns](int id) {
@@ -207,28 +132,6 @@ ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const Row
   return e;
 }
 
-// The reductions of this stage's region: those feeding its root without crossing a buffer.
-std::vector<int> ProgramEmitter::region_reductions(const Stage& stage) const {
-  std::vector<int> reduces;
-  for (int id = 0; id <= stage.root; ++id) {
-    const Node& node = g_.nodes[id];
-    if (node.kind != NodeKind::reduce || is_buffer_leaf(id, stage.root)) continue;
-    std::vector<int> stack = {stage.root};
-    std::set<int> seen;
-    bool in_region = false;
-    while (!stack.empty() && !in_region) {
-      int cur = stack.back();
-      stack.pop_back();
-      if (!seen.insert(cur).second) continue;
-      if (cur == id) in_region = true;
-      if (cur != stage.root && is_buffer_leaf(cur, stage.root)) continue;
-      for (int a : g_.nodes[cur].args) stack.push_back(a);
-    }
-    if (in_region) reduces.push_back(id);
-  }
-  return reduces;
-}
-
 // The launch geometry and the kernel's first lines: which row or output this work-item
 // (or work-group) takes and where it starts (`base`).
 std::string ProgramEmitter::row_header(const RowLayout& layout, Kernel& k) {
@@ -236,12 +139,12 @@ std::string ProgramEmitter::row_header(const RowLayout& layout, Kernel& k) {
   const std::string outer = numel_expr(layout.outer_dims);
   std::ostringstream body;
   if (layout.group) {
-    k.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(wg) + ", 1, 1))) ";
+    k.attributes = d_.work_group_attribute(wg, 1);
     k.grid = outer.empty() ? "1" : outer;
     k.block = std::to_string(wg);
     body << "  // one work-group per row of " << layout.len << " elements; partial results combine in local memory\n";
-    body << "  __local float red[" << wg << "];\n";
-    body << "  const int row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
+    body << "  " << d_.shared() << " float red[" << wg << "];\n";
+    body << "  const int row = " << d_.group_id(0) << ";\n  const int lid = " << d_.local_id(0) << ";\n";
     body << "  const int base = row * " << layout.len << ";\n";
     return body.str();
   }
@@ -249,7 +152,7 @@ std::string ProgramEmitter::row_header(const RowLayout& layout, Kernel& k) {
   k.block = std::to_string(wg);
   body << "  // one work-item per " << (layout.last ? "row" : "output") << ": a sequential loop over the " << layout.len
        << " reduced elements\n";
-  body << "  const int gid = get_global_id(0);\n  if (gid >= " << layout.groups << ") return;\n";
+  body << "  const int gid = " << d_.global_id(0) << ";\n  if (gid >= " << layout.groups << ") return;\n";
   if (layout.last) {
     body << "  const int base = gid * " << layout.len << ";\n";
   } else {
@@ -289,11 +192,11 @@ std::string ProgramEmitter::row_accumulators(const RowLayout& layout, const std:
            << combine_code(r.op, acc, v) << ";\n    }\n  }\n";
     } else {
       body << e.take_outer("  ");
-      body << "  float " << acc << " = " << reduce_init(r.op) << ";\n";
+      body << "  float " << acc << " = " << reduce_init(r.op, d_.target) << ";\n";
       if (!layout.group) body << unroll_pragma(s_.unroll, "  ");
-      body << "  " << layout.loop << " {\n" << loop_lines << "    " << acc << " = " << combine_code(r.op, acc, v)
-           << ";\n  }\n";
-      if (layout.group) body << group_reduce(acc, r.op, s_.work_group, "  ");
+      body << "  " << layout.loop << " {\n" << loop_lines << "    " << acc << " = "
+           << combine_code(r.op, acc, v, d_.target) << ";\n  }\n";
+      if (layout.group) body << group_reduce(acc, r.op, s_.work_group, "  ", d_);
     }
     e.known[reduces[red_idx]] = acc;
     ev.known[reduces[red_idx]] = acc;
@@ -413,11 +316,9 @@ Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, co
                                            const std::string& partial, int* counter, std::string& err) {
   const Node& red = g_.nodes[reduce_id];
   const int wg = s_.work_group, parts = s_.partials;
-  Kernel k1;
-  k1.name = name;
-  k1.output_buffer = partial;
+  Kernel k1 = kernel(name, partial);
   const std::string n = k1.size(numel_expr(stage.reduce_shape), "n");
-  ExprEmitter e1(g_, 1, counter);
+  ExprEmitter e1 = expr(1, counter);
   e1.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
   e1.load = [&](int id, const std::vector<std::string>&) -> std::string {
     std::string buf = k1.buffer(buffer_name(id));
@@ -432,18 +333,18 @@ Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, co
   std::string v = e1.value(red.args[0], {});
   std::string lines = e1.take_lines("    ");
   if (!err.empty()) return k1;
-  k1.attributes = "__attribute__((reqd_work_group_size(" + std::to_string(wg) + ", 1, 1))) ";
+  k1.attributes = d_.work_group_attribute(wg, 1);
   k1.grid = std::to_string(parts);
   k1.block = std::to_string(wg);
   std::ostringstream b1;
   b1 << "  // pass 1 of 2: each of the " << parts << " work-groups reduces a grid-stride slice\n";
-  b1 << "  __local float red[" << wg << "];\n  const int lid = get_local_id(0);\n";
-  b1 << "  float acc = " << reduce_init(red.op) << ";\n";
+  b1 << "  " << d_.shared() << " float red[" << wg << "];\n  const int lid = " << d_.local_id(0) << ";\n";
+  b1 << "  float acc = " << reduce_init(red.op, d_.target) << ";\n";
   b1 << unroll_pragma(s_.unroll, "  ");
-  b1 << "  for (int i = get_global_id(0); i < " << n << "; i += get_global_size(0)) {\n" << lines;
-  b1 << "    acc = " << combine_code(red.op, "acc", v) << ";\n  }\n";
-  b1 << group_reduce("acc", red.op, wg, "  ");
-  b1 << "  if (lid == 0) " << partial << "[get_group_id(0)] = acc;\n";
+  b1 << "  for (int i = " << d_.global_id(0) << "; i < " << n << "; i += " << d_.global_size(0) << ") {\n" << lines;
+  b1 << "    acc = " << combine_code(red.op, "acc", v, d_.target) << ";\n  }\n";
+  b1 << group_reduce("acc", red.op, wg, "  ", d_);
+  b1 << "  if (lid == 0) " << partial << "[" << d_.group_id(0) << "] = acc;\n";
   k1.body = b1.str();
   return k1;
 }
@@ -453,12 +354,10 @@ Kernel ProgramEmitter::full_final_kernel(const Stage& stage, int reduce_id, cons
                                          const std::string& partial, const std::string& attributes, int* counter) {
   const Node& red = g_.nodes[reduce_id];
   const int wg = s_.work_group, parts = s_.partials;
-  Kernel k2;
-  k2.name = name;
-  k2.output_buffer = buffer_of_.at(stage.root);
+  Kernel k2 = kernel(name, buffer_of_.at(stage.root));
   k2.buffer(partial);
   const std::string n2 = k2.size(numel_expr(stage.reduce_shape), "n");
-  ExprEmitter e2(g_, 1, counter);
+  ExprEmitter e2 = expr(1, counter);
   e2.red_len = n2;
   e2.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
   e2.load = [&](int id, const std::vector<std::string>&) { return k2.buffer(buffer_name(id)) + "[0]"; };
@@ -469,11 +368,11 @@ Kernel ProgramEmitter::full_final_kernel(const Stage& stage, int reduce_id, cons
   k2.block = std::to_string(wg);
   std::ostringstream b2;
   b2 << "  // pass 2 of 2: one work-group combines the " << parts << " partial results\n";
-  b2 << "  __local float red[" << wg << "];\n  const int lid = get_local_id(0);\n";
-  b2 << "  float acc = " << reduce_init(red.op) << ";\n";
+  b2 << "  " << d_.shared() << " float red[" << wg << "];\n  const int lid = " << d_.local_id(0) << ";\n";
+  b2 << "  float acc = " << reduce_init(red.op, d_.target) << ";\n";
   b2 << "  for (int i = lid; i < " << parts << "; i += " << wg << ") acc = "
-     << combine_code(red.op, "acc", k2.buffer_param[partial] + "[i]") << ";\n";
-  b2 << group_reduce("acc", red.op, wg, "  ");
+     << combine_code(red.op, "acc", k2.buffer_param[partial] + "[i]", d_.target) << ";\n";
+  b2 << group_reduce("acc", red.op, wg, "  ", d_);
   b2 << "  if (lid == 0) {\n" << e2.take_outer("    ") << e2.take_lines("    ") << "    " << k2.output_buffer
      << "[0] = " << result << ";\n  }\n";
   k2.body = b2.str();

@@ -1,24 +1,212 @@
-// The schedule space of an op: the variants autotune tries and the SFT corpus draws
-// from. Built from the stage kinds; a variant is kept only if it emits a program
-// that differs from every variant before it. Test: ctest -R codegen.
+// The schedule space of an op per target: the variants autotune tries, generations
+// propose (first ones first) and the SFT corpus draws from. Built from the stage kinds; a
+// variant is kept only if it emits a program that differs from every variant before it.
+// OpenCL's space is tuned for PoCL on CPUs, CUDA's and Triton's for GPUs. Test: ctest -R codegen.
+#include <algorithm>
 #include <set>
 #include <tuple>
 
 #include "worker/codegen/codegen.h"
 
 namespace kforge::codegen {
+namespace {
 
-std::vector<Schedule> schedule_space(const Analysis& analysis) {
-  std::vector<Schedule> out;
-  if (!analysis.ok()) return out;
+// Which stage kinds an op has.
+struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false;
-  for (const auto& stage : analysis.stages) {
-    pointwise |= stage.kind == StageKind::pointwise;
-    rows |= stage.kind == StageKind::reduce_rows;
-    full |= stage.kind == StageKind::reduce_full;
-    matmul |= stage.kind == StageKind::matmul;
-    scan |= stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
+  bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
+  int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
+  explicit StageKinds(const Analysis& analysis) {
+    const Graph& g = analysis.graph;
+    for (const auto& stage : analysis.stages) {
+      pointwise |= stage.kind == StageKind::pointwise;
+      rows |= stage.kind == StageKind::reduce_rows;
+      full |= stage.kind == StageKind::reduce_full;
+      matmul |= stage.kind == StageKind::matmul;
+      const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
+      scan |= line;
+      if (stage.kind == StageKind::reduce_rows) {
+        const int axis = stage.reduce_axes.at(0);
+        max_row = std::max(max_row, stage.reduce_shape.at(axis).value);
+        bool last = numel_value(Shape(stage.reduce_shape.begin() + axis + 1, stage.reduce_shape.end())) == 1;
+        (last ? last_dim : other_dim) = true;
+      } else if (line) {
+        const Node& node = g.nodes[stage.anchor];
+        const Shape& shape = g.nodes[node.args[0]].shape;
+        const int axis = node.axes.at(0);
+        bool last = numel_value(Shape(shape.begin() + axis + 1, shape.end())) == 1;
+        (last ? last_dim : other_dim) = true;
+      }
+    }
   }
+};
+
+// Keeps the schedules whose program differs from every earlier one (the header, which
+// names the schedule, is not compared).
+std::vector<Schedule> distinct(const Analysis& analysis, const std::vector<Schedule>& candidates, Target target) {
+  std::vector<Schedule> out;
+  std::set<std::string> programs;
+  for (const auto& s : candidates) {
+    auto gen = emit_program(analysis, s, target);
+    if (!gen.ok()) continue;
+    std::string code = gen.program.substr(gen.program.find('\n') + 1);
+    if (programs.insert(code).second) out.push_back(s);
+  }
+  return out;
+}
+
+// CUDA: float4 pointwise, warp-shuffle row reductions (a block per row) or a thread per
+// output for other dims, shared-memory matmul tiles.
+std::vector<Schedule> cuda_space(const StageKinds& kinds) {
+  std::vector<Schedule> candidates;
+  struct Tile {
+    int tile, wpt;
+  };
+  std::vector<Tile> tiles = {{32, 8}, {64, 16}, {32, 4}, {16, 4}, {16, 1}};
+  if (!kinds.matmul) tiles = {{16, 1}};
+  for (auto tile : tiles)
+    for (int unroll : kinds.matmul ? std::vector<int>{4, 1} : std::vector<int>{1}) {
+      Schedule base;
+      base.tile = tile.tile;
+      base.work_per_item = tile.wpt;
+      base.unroll = unroll;
+      base.vector_width = 1;
+      std::vector<Schedule> variants;
+      if (kinds.rows) {
+        for (int wg : {256, 512, 128, 1024}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::group;
+          s.work_group = wg;
+          variants.push_back(s);
+        }
+        for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
+          Schedule s = base;
+          s.reduce = ReduceStrategy::item;
+          s.work_group = wg;
+          s.unroll = std::max(u, unroll);
+          variants.push_back(s);
+        }
+      } else if (kinds.full) {
+        for (auto [wg, parts] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {256, 64}, {1024, 132}}) {
+          Schedule s = base;
+          s.work_group = wg;
+          s.partials = parts;
+          variants.push_back(s);
+        }
+      } else if (kinds.pointwise) {
+        for (auto [wg, per_item, vec] : std::vector<std::tuple<int, int, int>>{
+                 {256, 1, 4}, {256, 1, 1}, {128, 1, 4}, {256, 4, 4}, {512, 1, 8}, {128, 4, 1}}) {
+          Schedule s = base;
+          s.work_group = wg;
+          s.per_item = per_item;
+          s.vector_width = vec;
+          variants.push_back(s);
+        }
+      } else if (kinds.scan) {
+        for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
+          Schedule s = base;
+          s.work_group = wg;
+          s.unroll = u;
+          variants.push_back(s);
+        }
+      } else {
+        variants.push_back(base);
+      }
+      candidates.insert(candidates.end(), variants.begin(), variants.end());
+    }
+  return candidates;
+}
+
+// Triton: BLOCK / num_warps for pointwise; rows held in registers (whole-row) or chunked
+// for reductions; tutorial-style matmul tiles with GROUP_M swizzling and pipelining.
+std::vector<Schedule> triton_space(const StageKinds& kinds) {
+  std::vector<Schedule> candidates;
+  struct Mm {
+    int bm, bn, bk, gm, warps, stages;
+  };
+  std::vector<Mm> mms = {{64, 64, 32, 8, 4, 3},  {128, 64, 32, 8, 4, 3}, {128, 128, 32, 8, 8, 3},
+                         {64, 128, 32, 8, 4, 4}, {32, 32, 32, 4, 2, 2}};
+  if (!kinds.matmul) mms = {{64, 64, 32, 8, 4, 3}};
+  // Whole-row schedules keep next_power_of_2(len) values per row in registers: for rows up to 8192.
+  const bool whole_fits = kinds.max_row > 0 && kinds.max_row <= 8192;
+  const int whole_warps = std::clamp<int>(static_cast<int>(std::min<int64_t>(kinds.max_row, 8192) / 512), 1, 16);
+  for (auto mm : mms) {
+    Schedule base;
+    base.block_m = mm.bm;
+    base.block_n = mm.bn;
+    base.block_k = mm.bk;
+    base.group_m = mm.gm;
+    base.warps = mm.warps;
+    base.stages = mm.stages;
+    std::vector<Schedule> variants;
+    auto add = [&](int block, int rows, int warps) {
+      Schedule s = base;
+      s.block = block;
+      s.rows = rows;
+      if (!kinds.matmul) s.warps = warps;
+      variants.push_back(s);
+    };
+    if (kinds.rows) {
+      // Last dim: (block = chunk along the row, 0 = the whole row in registers; rows per
+      // program). Other dims: (block = adjacent outputs per program; rows = reduced
+      // elements per step, 0 = all of them at once).
+      if (kinds.last_dim) {
+        if (whole_fits) {
+          add(0, 1, whole_warps);
+          if (kinds.max_row <= 1024) add(0, 4, 4);
+        }
+        add(1024, 1, 4);
+        add(4096, 1, 8);
+        add(256, 4, 4);
+      }
+      if (kinds.other_dim) {
+        add(64, 32, 4);
+        if (kinds.max_row > 0 && kinds.max_row <= 256) add(64, 0, 4);
+        add(128, 16, 8);
+        add(32, 64, 4);
+        add(256, 8, 8);
+      }
+    } else if (kinds.full) {
+      add(1024, 1, 4);
+      add(2048, 1, 8);
+      add(4096, 1, 8);
+      for (auto& s : variants) s.partials = 256;
+      variants.back().partials = 128;
+    } else if (kinds.pointwise) {
+      add(1024, 1, 4);
+      add(2048, 1, 8);
+      add(4096, 1, 8);
+      add(512, 1, 4);
+      add(256, 1, 2);
+    } else if (kinds.scan) {
+      // Last dim: (chunk, lines per program); other dims: (adjacent lines per program, steps per chunk).
+      if (kinds.last_dim) {
+        add(1024, 1, 4);
+        add(256, 4, 4);
+        add(4096, 1, 8);
+      }
+      if (kinds.other_dim) {
+        add(64, 32, 4);
+        add(32, 64, 4);
+        add(128, 16, 8);
+      }
+    } else {
+      variants.push_back(base);
+    }
+    candidates.insert(candidates.end(), variants.begin(), variants.end());
+  }
+  return candidates;
+}
+
+}  // namespace
+
+std::vector<Schedule> schedule_space(const Analysis& analysis, Target target) {
+  if (!analysis.ok()) return {};
+  const StageKinds kinds(analysis);
+  if (target == Target::cuda) return distinct(analysis, cuda_space(kinds), target);
+  if (target == Target::triton) return distinct(analysis, triton_space(kinds), target);
+  const bool pointwise = kinds.pointwise, rows = kinds.rows, full = kinds.full, matmul = kinds.matmul,
+             scan = kinds.scan;
   std::vector<Schedule> candidates;
   // Matmul tiles x outputs per work-item; the other knobs stay at defaults unless
   // another stage kind needs them too.
@@ -89,15 +277,7 @@ std::vector<Schedule> schedule_space(const Analysis& analysis) {
       }
     }
   }
-  std::set<std::string> programs;
-  for (const auto& s : candidates) {
-    auto gen = emit_program(analysis, s);
-    if (!gen.ok()) continue;
-    // The header names the schedule; compare the code below it.
-    std::string code = gen.program.substr(gen.program.find('\n') + 1);
-    if (programs.insert(code).second) out.push_back(s);
-  }
-  return out;
+  return distinct(analysis, candidates, Target::opencl);
 }
 
 }  // namespace kforge::codegen

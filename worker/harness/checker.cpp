@@ -307,6 +307,7 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   // for all device and host memory, and CUDA-enabled libtorch maps gigabytes of libraries.
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
   launch.arena_fd = arena.fd;
+  launch.stop_requested = options.stop_requested;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
   if (!first || !first->await_ready(error)) return false;

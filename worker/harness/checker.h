@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +64,9 @@ struct CheckOptions {
   std::string python;                //!< the runner's interpreter (torch + triton); default $KFORGE_PYTHON, else python3
   std::string runner_script;         //!< default: runner/kforge_runner.py next to this executable
   bool compile_baseline = true;      //!< on a GPU, also time torch.compile (default mode) of the op
+  //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
+  //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
+  std::function<bool()> stop_requested;
   std::string timing_lock;       //!< a file to flock while timing, so Checkers side by side never time at once
 };
 

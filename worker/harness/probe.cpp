@@ -129,12 +129,21 @@ ProbeResult probe_op(const OpSpec& spec, const ProbeOptions& options) {
     auto kind = kinds.find(status);
     return finish(kind == kinds.end() ? ProbeStatus::internal_error : kind->second, message);
   }
-  for (const auto& output : reply["outputs"]) {
-    OutputInfo info;
-    info.shape = output["shape"].get<std::vector<int64_t>>();
-    dtype_from_name(output["dtype"].get<std::string>(), info.dtype);
-    result.outputs.push_back(info);
-  }
+  auto read_outputs = [](const nlohmann::json& list) {
+    std::vector<OutputInfo> outputs;
+    for (const auto& output : list) {
+      OutputInfo info;
+      info.shape = output["shape"].get<std::vector<int64_t>>();
+      dtype_from_name(output["dtype"].get<std::string>(), info.dtype);
+      outputs.push_back(info);
+    }
+    return outputs;
+  };
+  result.outputs = read_outputs(reply["outputs"]);
+  const auto& declared = reply.contains("declared") ? reply["declared"] : nlohmann::json(nullptr);
+  if (declared.is_null()) result.declared_outputs = result.outputs;  // it ran on the declared shapes
+  else if (declared.contains("outputs")) result.declared_outputs = read_outputs(declared["outputs"]);
+  else result.declared_error = declared.value("error", "no meta kernel");
   return finish(ProbeStatus::ok, "");
 }
 

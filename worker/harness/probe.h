@@ -39,6 +39,10 @@ struct ProbeResult {
   spec::ShapeSet shapes;            //!< the input shapes it ran on
   bool scaled = false;              //!< true if `shapes` are scaled-down main shapes
   std::vector<OutputInfo> outputs;  //!< output shapes and dtypes for `shapes`
+  //! Output shapes and dtypes for the op's declared (main) shapes: `outputs` when it ran on
+  //! them, else from a meta-device pass; empty with declared_error set when that failed.
+  std::vector<OutputInfo> declared_outputs;
+  std::string declared_error;       //!< why declared_outputs is empty (an op without meta kernels)
   double wall_ms = 0;               //!< time the probe took, child start-up included
   bool ok() const { return status == ProbeStatus::ok; }
 };

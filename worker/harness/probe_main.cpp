@@ -1,5 +1,6 @@
 // kforge-probe: the child side of the probe. Reads {"op", "shapes", "seed"} JSON on
-// stdin, compiles and runs the reference once, prints one JSON line. Started by
+// stdin, compiles and runs the reference once (plus, when those shapes are not the
+// declared ones, a meta-device pass for the declared outputs), prints one JSON line. Started by
 // probe_op() under limits; not meant to be run by hand (but: echo '{...}' | kforge-probe).
 #include <signal.h>
 #include <sys/prctl.h>
@@ -16,11 +17,19 @@ using namespace kforge::spec;
 
 namespace {
 
-int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr) {
+int reply(const std::string& status, const std::string& message, const nlohmann::json& outputs = nullptr,
+          const nlohmann::json& declared = nullptr) {
   nlohmann::json out{{"status", status}, {"message", message}};
   if (!outputs.is_null()) out["outputs"] = outputs;
+  if (!declared.is_null()) out["declared"] = declared;
   std::cout << out.dump() << "\n" << std::flush;
   return 0;
+}
+
+nlohmann::json outputs_json(const std::vector<HostTensor>& outputs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& output : outputs) out.push_back({{"shape", output.shape}, {"dtype", dtype_name(output.dtype)}});
+  return out;
 }
 
 }  // namespace
@@ -45,10 +54,15 @@ int probe_main() {
   auto inputs = make_inputs(parsed.spec, shapes, request.value("seed", uint64_t{0}));
   auto run = reference->run(inputs);
   if (!run.error.empty()) return reply(run.out_of_memory ? "out_of_memory" : "runtime_error", run.error);
-  nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& output : run.outputs)
-    outputs.push_back({{"shape", output.shape}, {"dtype", dtype_name(output.dtype)}});
-  return reply("ok", "", outputs);
+  // Ran on other shapes than the declared ones (scaled down, or an extra set): the
+  // declared shapes' outputs come from the meta device, which computes nothing.
+  nlohmann::json declared = nullptr;
+  if (shapes != parsed.spec.main_shapes()) {
+    auto meta = reference->output_shapes(parsed.spec, parsed.spec.main_shapes());
+    declared = meta.error.empty() ? nlohmann::json{{"outputs", outputs_json(meta.outputs)}}
+                                  : nlohmann::json{{"error", meta.error}};
+  }
+  return reply("ok", "", outputs_json(run.outputs), declared);
 }
 
 int main() {

@@ -251,34 +251,36 @@ std::unique_ptr<Reference> Reference::compile(const OpSpec& spec, std::string& e
 
 size_t Reference::arity() const { return impl_->forward->getSchema().arguments().size(); }
 
+namespace {
+
+// forward()'s result as tensors: a Tensor, a tuple of Tensors or a list; "" or the error.
+std::string collect_outputs(const c10::IValue& value, std::vector<at::Tensor>& tensors) {
+  if (value.isTensor()) {
+    tensors.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) {
+      if (!element.isTensor()) return "forward() returned a tuple with a non-tensor element (" + element.tagKind() + ")";
+      tensors.push_back(element.toTensor());
+    }
+  } else if (value.isTensorList()) {
+    for (const auto& t : value.toTensorVector()) tensors.push_back(t);
+  } else {
+    return "forward() must return a Tensor or a tuple of Tensors, got " + value.tagKind();
+  }
+  return tensors.empty() ? "forward() returned no tensors" : "";
+}
+
+}  // namespace
+
 ReferenceRun Reference::run(const std::vector<HostTensor>& inputs) const {
   ReferenceRun result;
   try {
     std::vector<c10::IValue> stack;
     for (const auto& input : inputs) stack.emplace_back(to_tensor(input));
     c10::InferenceMode guard;
-    c10::IValue value = (*impl_->forward)(stack);
     std::vector<at::Tensor> tensors;
-    if (value.isTensor()) {
-      tensors.push_back(value.toTensor());
-    } else if (value.isTuple()) {
-      for (const auto& element : value.toTupleRef().elements()) {
-        if (!element.isTensor()) {
-          result.error = "forward() returned a tuple with a non-tensor element (" + element.tagKind() + ")";
-          return result;
-        }
-        tensors.push_back(element.toTensor());
-      }
-    } else if (value.isTensorList()) {
-      for (const auto& t : value.toTensorVector()) tensors.push_back(t);
-    } else {
-      result.error = "forward() must return a Tensor or a tuple of Tensors, got " + value.tagKind();
-      return result;
-    }
-    if (tensors.empty()) {
-      result.error = "forward() returned no tensors";
-      return result;
-    }
+    result.error = collect_outputs((*impl_->forward)(stack), tensors);
+    if (!result.error.empty()) return result;
     for (const auto& tensor : tensors) {
       HostTensor host;
       if (!to_host(tensor, host, result.error)) return result;
@@ -289,6 +291,34 @@ ReferenceRun Reference::run(const std::vector<HostTensor>& inputs) const {
     result.out_of_memory = what.find("can't allocate memory") != std::string::npos ||
                            what.find("std::bad_alloc") != std::string::npos;
     result.error = summarise_runtime_error(what);
+    result.outputs.clear();
+  }
+  return result;
+}
+
+ReferenceRun Reference::output_shapes(const OpSpec& spec, const ShapeSet& shapes) const {
+  ReferenceRun result;
+  try {
+    std::vector<c10::IValue> stack;
+    for (const auto& input : spec.inputs) {
+      auto shape = shapes.count(input.name) ? shapes.at(input.name) : input.shape;
+      stack.emplace_back(at::empty(shape, at::TensorOptions().dtype(to_scalar_type(input.dtype)).device(at::kMeta)));
+    }
+    c10::InferenceMode guard;
+    std::vector<at::Tensor> tensors;
+    result.error = collect_outputs((*impl_->forward)(stack), tensors);
+    if (!result.error.empty()) return result;
+    for (const auto& tensor : tensors) {
+      HostTensor host;  // shape and dtype only: a meta tensor has no data
+      if (!from_scalar_type(tensor.scalar_type(), host.dtype)) {
+        result.error = std::string("output dtype ") + std::string(c10::toString(tensor.scalar_type())) + " is not supported";
+        return result;
+      }
+      host.shape = tensor.sizes().vec();
+      result.outputs.push_back(std::move(host));
+    }
+  } catch (const std::exception& e) {
+    result.error = summarise_runtime_error(e.what());
     result.outputs.clear();
   }
   return result;

@@ -54,6 +54,11 @@ class Reference {
 
   //! Runs forward() on the inputs (order of spec.inputs). Never throws.
   ReferenceRun run(const std::vector<HostTensor>& inputs) const;
+  //! Output shapes and dtypes of forward() on `shapes` (inputs not named keep their main
+  //! shape), run on libtorch's meta device: nothing is computed or allocated, so an op's
+  //! declared shapes give its outputs even when they are too large to run. The outputs'
+  //! data is empty; `error` is set when an op has no meta kernel. Never throws.
+  ReferenceRun output_shapes(const spec::OpSpec& spec, const spec::ShapeSet& shapes) const;
   //! Number of forward() parameters.
   size_t arity() const;
 

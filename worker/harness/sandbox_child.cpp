@@ -30,6 +30,7 @@ std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, s
   if (!process) return nullptr;
   std::unique_ptr<SandboxChild> child(new SandboxChild());
   child->process_ = std::move(process);
+  child->stop_requested_ = launch.stop_requested;
   return child;
 }
 
@@ -66,7 +67,19 @@ bool SandboxChild::exchange(const json& command, double timeout_s, const std::st
   std::string line;
   auto sent = clock_type::now();
   auto deadline = sent + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  ReadStatus status = proc.read_line(line, deadline);
+  ReadStatus status = ReadStatus::timeout;
+  // In 100 ms slices when someone may ask us to stop: a long build or run then ends
+  // within a slice of a job's cancel or a worker's shutdown, not at its own deadline.
+  for (;;) {
+    auto slice = stop_requested_ ? std::min(deadline, clock_type::now() + std::chrono::milliseconds(100)) : deadline;
+    status = proc.read_line(line, slice);
+    if (status != ReadStatus::timeout || clock_type::now() >= deadline) break;
+    if (stop_requested_()) {
+      proc.kill_now();
+      result.child_ms += ms_since(sent);
+      return fail(result, Outcome::timeout, what + " was stopped: the job was asked to stop");
+    }
+  }
   result.child_ms += ms_since(sent);
   if (status == ReadStatus::timeout) {
     proc.kill_now();

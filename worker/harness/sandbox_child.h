@@ -4,6 +4,7 @@
 // sandbox_main.cpp's. Test: ctest -R 'harness_(checker|adversarial)'.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct SandboxLaunch {
   std::vector<std::string> argv;  //!< absolute program path first ("kforge-sandbox --target cuda --device 0")
   SandboxLimits limits;
   int arena_fd = -1;    //!< the memfd arena, fd 3 in the child
+  std::function<bool()> stop_requested;  //!< CheckOptions::stop_requested: polled while a child works
 };
 
 //! One started kforge-sandbox process.
@@ -37,7 +39,8 @@ class SandboxChild {
 
   //! Sends `command` and waits up to `timeout_s` for its reply line. A child that died,
   //! stayed silent or sent garbage sets result's outcome and message (`what` names the
-  //! step) and returns false. The wait is added to result.child_ms.
+  //! step) and returns false; so does a stop request (killed, outcome timeout "stopped").
+  //! The wait is added to result.child_ms.
   bool exchange(const nlohmann::json& command, double timeout_s, const std::string& what, nlohmann::json& reply,
                 CheckResult& result);
   //! Asks the child to exit (it is killed on destruction anyway).
@@ -45,6 +48,7 @@ class SandboxChild {
 
  private:
   std::unique_ptr<SandboxProcess> process_;
+  std::function<bool()> stop_requested_;
   bool ready_ = false;
   nlohmann::json device_;
 };

@@ -1,6 +1,6 @@
 // The `generate` job runner behind worker/jobs/generate.h. The checking loop is
 // the product's core path: every candidate, whatever its outcome, becomes a
-// candidates row before the next one is checked, so a crash loses nothing done.
+// candidates row before the next one is checked (once per attempt: CandidateWriter).
 // Test: ctest -R jobs_generate_test.
 #include "worker/jobs/generate.h"
 
@@ -17,6 +17,7 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
+#include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
@@ -110,9 +111,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.target = args.target;
   // opencl runs on the job's device (cpu: PoCL, gpu: NVIDIA's platform); cuda and triton on CUDA device 0.
   options.device = args.target == "opencl" ? spec::resolved_device(args) : "";
-  options.result_store = make_db_result_store(*conn);  // identical candidates are checked once across jobs
+  options.result_store = make_db_result_store(database_url);  // identical candidates are checked once across jobs
+  options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
+  // This attempt's candidates replace an earlier attempt's (a retry shows one set).
+  CandidateWriter writer(database_url, ctx);
+  if (!writer.begin()) return worker::JobOutcome::fail("stopped before the first candidate (lease lost or stopping)");
 
   std::map<std::string, int> by_outcome;
   std::optional<db::CandidateRecord> best;
@@ -127,8 +132,11 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       break;
     }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
+    if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
     auto record = candidate_record(ctx, args, static_cast<int>(sample_idx), programs[sample_idx], result);
-    int64_t id = db::candidate_insert(*conn, record);
+    auto written = writer.write(record);
+    if (!written) return worker::JobOutcome::fail("stopped before storing candidate " + std::to_string(sample_idx));
+    int64_t id = *written;
     ++checked;
     ++by_outcome[record.outcome];
     if (record.speedup && !record.flagged && (!best || *record.speedup > *best->speedup)) {
@@ -171,21 +179,33 @@ GenerateArgs parse_generate_args(const std::string& args_json) {
 std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int count, std::string* note,
                                                  const std::string& target) {
   std::vector<CandidateProgram> programs;
-  if (target != "opencl") {
-    if (note) *note += (note->empty() ? "" : "; ") + std::string("the teacher compiler emits opencl only (so far)");
+  auto add_note = [&](const std::string& text) {
+    if (note) *note += (note->empty() ? "" : "; ") + text;
+  };
+  codegen::Target language = codegen::Target::opencl;
+  if (!codegen::parse_target(target, language)) {
+    add_note("the teacher compiler cannot emit target '" + target + "'");
     return programs;
   }
   codegen::Analysis analysis = codegen::analyze(spec);
   if (!analysis.ok()) {
-    if (note) *note += (note->empty() ? "" : "; ") + std::string("teacher compiler: ") + analysis.unsupported;
+    add_note("the teacher compiler cannot lower this op: " + analysis.unsupported);
     return programs;
   }
-  for (const auto& schedule : codegen::schedule_space(analysis)) {
+  // The space lists the schedules expected fastest on the target's usual device first.
+  std::string first_refusal;
+  for (const auto& schedule : codegen::schedule_space(analysis, language)) {
     if (static_cast<int>(programs.size()) >= count) break;
-    codegen::Generated generated = codegen::emit_program(analysis, schedule);
-    if (!generated.ok()) continue;
+    codegen::Generated generated = codegen::emit_program(analysis, schedule, language);
+    if (!generated.ok()) {
+      if (first_refusal.empty()) first_refusal = generated.unsupported;
+      continue;
+    }
     programs.push_back({generated.program, "teacher", schedule.label(), 0});
   }
+  if (programs.empty())
+    add_note("the teacher compiler emitted no " + target + " program" +
+             (first_refusal.empty() ? std::string(" (empty schedule space)") : ": " + first_refusal));
   return programs;
 }
 

@@ -92,7 +92,7 @@ db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVer
     record.config_json = "{}";
   }
   for (int attempt = 0;; ++attempt) {
-    auto latest = db::model_find(conn, spec.name, 0);
+    auto latest = db::model_find(conn, spec.name, 0, /*include_archived=*/true);
     record.version = latest ? latest->version + 1 : 1;
     try {
       record = db::model_insert(conn, record);

@@ -1,24 +1,29 @@
 // DbResultStore: CheckOptions::result_store on the check_results table. A database
 // error is logged once per store and treated as a miss (checking goes on without the
-// cache). Test: ctest -R jobs_result_store_db_test.
+// cache); a store made from a URL reconnects on its next use. Test: ctest -R jobs_result_store_db_test.
 #include "worker/jobs/result_store_db.h"
 
+#include <functional>
 #include <iostream>
 
 #include "db/check_results.h"
+#include "db/connection.h"
 
 namespace kforge::jobs {
 
 using harness::CheckResult;
 namespace {
 
+// Reads and writes check_results through `conn()`; `drop()` is called after an error so
+// a store over a db::Link reconnects on its next use.
 class DbResultStore : public harness::ResultStore {
  public:
-  explicit DbResultStore(pqxx::connection& conn) : conn_(conn) {}
+  DbResultStore(std::function<pqxx::connection&()> conn, std::function<void()> drop)
+      : conn_(std::move(conn)), drop_(std::move(drop)) {}
 
   std::optional<std::string> load(const std::string& key) override {
     try {
-      return db::check_result_hit(conn_, key);
+      return db::check_result_hit(conn_(), key);
     } catch (const std::exception& e) {
       report(e);
       return std::nullopt;
@@ -33,7 +38,7 @@ class DbResultStore : public harness::ResultStore {
     row.outcome = harness::outcome_name(result.outcome);
     row.result_json = result.to_json();
     try {
-      db::check_result_put(conn_, row);
+      db::check_result_put(conn_(), row);
     } catch (const std::exception& e) {
       report(e);
     }
@@ -41,19 +46,27 @@ class DbResultStore : public harness::ResultStore {
 
  private:
   void report(const std::exception& e) {
+    if (drop_) drop_();
     if (reported_) return;
     reported_ = true;
     std::cerr << "harness result store: database error, checking without the shared cache: " << e.what() << "\n";
   }
 
-  pqxx::connection& conn_;
+  std::function<pqxx::connection&()> conn_;
+  std::function<void()> drop_;
   bool reported_ = false;
 };
 
 }  // namespace
 
 std::shared_ptr<harness::ResultStore> make_db_result_store(pqxx::connection& conn) {
-  return std::make_shared<DbResultStore>(conn);
+  return std::make_shared<DbResultStore>([&conn]() -> pqxx::connection& { return conn; }, nullptr);
+}
+
+std::shared_ptr<harness::ResultStore> make_db_result_store(const std::string& database_url) {
+  auto link = std::make_shared<db::Link>(database_url);
+  return std::make_shared<DbResultStore>([link]() -> pqxx::connection& { return link->get(); },
+                                         [link] { link->reset(); });
 }
 
 }  // namespace kforge::jobs

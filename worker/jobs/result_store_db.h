@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <pqxx/pqxx>
 
@@ -15,5 +16,8 @@ namespace kforge::jobs {
 //! A ResultStore on `conn` (borrowed: it must outlive the store and not be used by
 //! another thread during a check). Database errors become misses; they never fail a check.
 std::shared_ptr<harness::ResultStore> make_db_result_store(pqxx::connection& conn);
+//! A ResultStore over its own connection to `database_url`, reopened after an error (a
+//! database restart costs the misses until it is back, never the cache for the rest of the job).
+std::shared_ptr<harness::ResultStore> make_db_result_store(const std::string& database_url);
 
 }  // namespace kforge::jobs

@@ -14,20 +14,9 @@
 #include "worker/harness/devices.h"
 
 using namespace kforge;
+using kforge::testing::on_odd_shapes;
 
 namespace {
-
-// The op with its first extra shape set as the main shapes and the rest as extra
-// shapes: the full Checker protocol on odd sizes, small enough for a suite-wide test.
-spec::OpSpec on_odd_shapes(spec::OpSpec spec) {
-  if (spec.extra_shapes.empty()) return spec;
-  for (auto& input : spec.inputs) {
-    auto found = spec.extra_shapes.front().find(input.name);
-    if (found != spec.extra_shapes.front().end()) input.shape = found->second;
-  }
-  spec.extra_shapes.erase(spec.extra_shapes.begin());
-  return spec;
-}
 
 harness::CheckOptions untimed_options() {
   harness::CheckOptions options;

@@ -41,6 +41,18 @@ inline spec::OpSpec suite_op(const std::string& name) {
   return {};
 }
 
+//! The op with its first extra shape set as the main shapes and the rest as extra
+//! shapes: the full Checker protocol on odd sizes, small enough for a suite-wide test.
+inline spec::OpSpec on_odd_shapes(spec::OpSpec spec) {
+  if (spec.extra_shapes.empty()) return spec;
+  for (auto& input : spec.inputs) {
+    auto found = spec.extra_shapes.front().find(input.name);
+    if (found != spec.extra_shapes.front().end()) input.shape = found->second;
+  }
+  spec.extra_shapes.erase(spec.extra_shapes.begin());
+  return spec;
+}
+
 //! Suite level of an op file (from its folder name).
 inline int suite_level(const std::filesystem::path& path) {
   return path.parent_path().filename() == "level1" ? 1 : 2;

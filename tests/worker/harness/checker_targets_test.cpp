@@ -35,24 +35,6 @@ spec::OpSpec add_op() {
   return op;
 }
 
-// The test venv's interpreter (scripts/python-env.sh) when it exists, and Triton's CPU
-// interpreter: the runner then runs Triton modules on this machine.
-std::string interpreter_python() {
-  std::string venv = std::string(KFORGE_BIN_DIR) + "/../py/bin/python";
-  if (const char* configured = std::getenv("KFORGE_PYTHON")) return configured;
-  return std::ifstream(venv).good() ? venv : "python3";
-}
-
-bool triton_importable(const std::string& python) {
-  return std::system((python + " -c 'import torch, triton' >/dev/null 2>&1").c_str()) == 0;
-}
-
-#define REQUIRE_TRITON(python)                                                                           \
-  std::string python = interpreter_python();                                                             \
-  if (!triton_importable(python)) GTEST_SKIP() << python << " cannot import torch and triton "           \
-                                                             "(scripts/python-env.sh installs them)";    \
-  setenv("TRITON_INTERPRET", "1", 1)
-
 CheckOptions triton_options(const std::string& python) {
   CheckOptions options = fast_options();
   options.target = "triton";

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "worker/harness/checker.h"
 #include "worker/harness/devices.h"
 
@@ -21,6 +25,26 @@ using spec::OpSpec;
 inline InputSpec input(const std::string& name, std::vector<int64_t> shape, Dist dist = {DistKind::normal, 0, 1}) {
   return InputSpec{name, std::move(shape), DType::float32, dist};
 }
+
+// The test venv's interpreter (scripts/python-env.sh) when it exists, and Triton's CPU
+// interpreter: the runner then runs Triton modules on this machine.
+inline std::string interpreter_python() {
+  std::string venv = std::string(KFORGE_BIN_DIR) + "/../py/bin/python";
+  if (const char* configured = std::getenv("KFORGE_PYTHON")) return configured;
+  return std::ifstream(venv).good() ? venv : "python3";
+}
+
+inline bool triton_importable(const std::string& python) {
+  return std::system((python + " -c 'import torch, triton' >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Skips unless `python` (the venv's, or $KFORGE_PYTHON) imports torch and triton; then
+// the runner uses Triton's CPU interpreter.
+#define REQUIRE_TRITON(python)                                                                    \
+  std::string python = ::kforge::harness::testing::interpreter_python();                          \
+  if (!::kforge::harness::testing::triton_importable(python))                                     \
+    GTEST_SKIP() << python << " cannot import torch and triton (scripts/python-env.sh installs them)"; \
+  setenv("TRITON_INTERPRET", "1", 1)
 
 //! Quick settings: no timing unless a test asks, short time limits.
 inline CheckOptions fast_options() {

@@ -12,6 +12,7 @@
 
 #include "db/connection.h"
 #include "db/queue.h"
+#include "spec/op_spec.h"
 #include "tests/server/api_fixture.h"
 #include "tests/support/processes.h"
 #include "worker/harness/devices.h"
@@ -50,6 +51,34 @@ TEST(GenerateArgs, RejectsBadFieldsByName) {
   EXPECT_EQ(args.op_id, 7);
   EXPECT_EQ(args.samples, 3);
   EXPECT_EQ(args.model_id, 0);
+}
+
+TEST(GenerateJob, TeacherCandidatesComeInTheGenerationsTarget) {
+  auto parsed = kforge::spec::parse_op_spec(kforge::test::sample_op());
+  ASSERT_TRUE(parsed.ok());
+  struct Case {
+    const char* target;
+    const char* marker;  // a line only that language's programs have
+  };
+  for (const Case& c : {Case{"opencl", "__kernel"}, Case{"cuda", "__global__"}, Case{"triton", "@triton.jit"}}) {
+    std::string note;
+    auto programs = kforge::jobs::teacher_candidates(parsed.spec, 3, &note, c.target);
+    ASSERT_EQ(programs.size(), 3u) << c.target << ": " << note;
+    for (const auto& program : programs) {
+      EXPECT_NE(program.source.find(c.marker), std::string::npos) << c.target << "\n" << program.source;
+      EXPECT_EQ(program.generator, "teacher");
+    }
+    EXPECT_NE(programs[0].detail, programs[1].detail) << "distinct schedules";
+  }
+  // No candidate at all: the note says plainly why.
+  std::string note;
+  EXPECT_TRUE(kforge::jobs::teacher_candidates(parsed.spec, 3, &note, "metal").empty());
+  EXPECT_NE(note.find("cannot emit target 'metal'"), std::string::npos) << note;
+  auto tril = kforge::spec::parse_op_spec(kforge::test::sample_op("tril_op", "torch.tril(x) + y"));
+  ASSERT_TRUE(tril.ok());
+  note.clear();
+  EXPECT_TRUE(kforge::jobs::teacher_candidates(tril.spec, 3, &note, "cuda").empty());
+  EXPECT_NE(note.find("cannot lower this op: aten::tril"), std::string::npos) << note;
 }
 
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {

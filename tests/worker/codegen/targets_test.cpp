@@ -1,0 +1,109 @@
+// The teacher in every target, without a GPU: every suite op lowers for opencl, cuda and
+// triton; every op's first cuda program parses in the kforge format, passes the static
+// rules, plans its launches on the main shapes and compiles with NVRTC for sm_90 (Hopper)
+// (every schedule: codegen_cuda_space_test); every triton program passes the runner's
+// static rules (worker/harness/runner/triton_rules.py). Run: ctest -R codegen_targets.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/worker/codegen/suite_ops.h"
+#include "worker/codegen/codegen.h"
+#include "tests/worker/codegen/cuda_programs.h"
+
+using namespace kforge;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(CodegenTargets, EverySuiteOpLowersForEveryTarget) {
+  int ops = 0;
+  for (const auto& path : kforge::testing::suite_files()) {
+    auto analysis = codegen::analyze(kforge::testing::load_op_file(path));
+    ASSERT_TRUE(analysis.ok()) << path << ": " << analysis.unsupported;
+    ++ops;
+    for (auto target : {codegen::Target::opencl, codegen::Target::cuda, codegen::Target::triton}) {
+      auto space = codegen::schedule_space(analysis, target);
+      ASSERT_FALSE(space.empty()) << path << " " << codegen::target_name(target);
+      auto gen = codegen::emit_program(analysis, space.front(), target);
+      ASSERT_TRUE(gen.ok()) << path << " " << codegen::target_name(target) << ": " << gen.unsupported;
+    }
+  }
+  EXPECT_EQ(ops, 147);
+}
+
+TEST(CodegenTargets, TargetsShareTheStagesAndSpellTheirOwnKernels) {
+  auto analysis = codegen::analyze(kforge::testing::suite_op("softmax_last"));
+  ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+  auto cuda = codegen::emit_program(analysis, codegen::schedule_space(analysis, codegen::Target::cuda).front(),
+                                    codegen::Target::cuda);
+  ASSERT_TRUE(cuda.ok()) << cuda.unsupported;
+  EXPECT_TRUE(contains(cuda.program, "extern \"C\" __global__ __launch_bounds__(")) << cuda.program;
+  EXPECT_TRUE(contains(cuda.program, "__shfl_xor_sync")) << "warp-shuffle row reduction\n" << cuda.program;
+  EXPECT_TRUE(contains(cuda.program, "expf(")) << cuda.program;
+  EXPECT_FALSE(contains(cuda.program, "get_global_id")) << cuda.program;
+  auto triton = codegen::emit_program(analysis, codegen::schedule_space(analysis, codegen::Target::triton).front(),
+                                      codegen::Target::triton);
+  ASSERT_TRUE(triton.ok()) << triton.unsupported;
+  EXPECT_TRUE(contains(triton.program, "@triton.jit")) << triton.program;
+  EXPECT_TRUE(contains(triton.program, "def forward(x):")) << triton.program;
+  // The whole row in registers: one load feeds the max, the sum and the store.
+  EXPECT_TRUE(contains(triton.program, "BLOCK=triton.next_power_of_2(x.size(1))")) << triton.program;
+  EXPECT_EQ(triton.program.find("tl.load"), triton.program.rfind("tl.load")) << triton.program;
+
+  auto linear = codegen::analyze(kforge::testing::suite_op("linear_gelu"));
+  auto mm = codegen::emit_program(linear, codegen::schedule_space(linear, codegen::Target::triton).front(),
+                                  codegen::Target::triton);
+  ASSERT_TRUE(mm.ok()) << mm.unsupported;
+  EXPECT_TRUE(contains(mm.program, "tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")")) << mm.program;
+  EXPECT_TRUE(contains(mm.program, "GROUP_M")) << mm.program;
+  EXPECT_TRUE(contains(mm.program, "tl.erf(")) << "gelu fused into the epilogue\n" << mm.program;
+  auto tiled = codegen::emit_program(linear, codegen::schedule_space(linear, codegen::Target::cuda).front(),
+                                     codegen::Target::cuda);
+  ASSERT_TRUE(tiled.ok()) << tiled.unsupported;
+  EXPECT_TRUE(contains(tiled.program, "__shared__ float tile_a")) << tiled.program;
+  EXPECT_TRUE(contains(tiled.program, "__syncthreads()")) << tiled.program;
+}
+
+TEST(CodegenTargets, FirstCudaScheduleOfEverySuiteOpCompilesWithNvrtcForSm90) {
+  REQUIRE_NVRTC();
+  EXPECT_EQ(kforge::testing::check_cuda_programs(/*every_schedule=*/false), 147);
+}
+
+TEST(CodegenTargets, EveryTritonProgramPassesTheRunnersStaticRules) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge_triton_rules_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  int programs = 0;
+  for (const auto& path : kforge::testing::suite_files()) {
+    auto analysis = codegen::analyze(kforge::testing::load_op_file(path));
+    ASSERT_TRUE(analysis.ok()) << path;
+    int index = 0;
+    for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::triton)) {
+      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::triton);
+      ASSERT_TRUE(gen.ok()) << path << ": " << gen.unsupported;
+      std::ofstream(dir / (path.stem().string() + "." + std::to_string(index++) + ".py")) << gen.program;
+      ++programs;
+    }
+  }
+  // triton_rules needs only the standard library: any python3 reads the ASTs.
+  std::string runner = std::string(KFORGE_BIN_DIR) + "/runner";
+  std::string script = "import sys, glob; sys.path.insert(0, '" + runner +
+                       "'); from triton_rules import check_module\n"
+                       "bad = 0\n"
+                       "for f in sorted(glob.glob('" + dir.string() + "/*.py')):\n"
+                       "    try: check_module(open(f).read())\n"
+                       "    except Exception as e: bad += 1; print(f, type(e).__name__, e)\n"
+                       "sys.exit(1 if bad else 0)\n";
+  std::ofstream(dir / "check.py.txt") << script;
+  int rc = std::system(("python3 " + (dir / "check.py.txt").string()).c_str());
+  fs::remove_all(dir);
+  EXPECT_EQ(rc, 0) << "some triton programs break the runner's rules (printed above)";
+  EXPECT_GE(programs, 147);
+}

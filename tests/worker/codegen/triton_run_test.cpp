@@ -1,0 +1,48 @@
+// Teacher triton programs through the harness Checker in Triton's CPU interpreter (the
+// Python runner child, its rules and run-time guards, NaN-poisoned allocations, seeded +
+// secret-seed trials, extra shapes, determinism): one op of every stage kind and layout,
+// on its odd extra shapes, with the first schedule of its triton space and one more.
+// Run: ctest -R codegen_triton_run (2-5 minutes: the interpreter runs every program instance
+// in Python; needs the test venv's triton).
+#include <gtest/gtest.h>
+
+#include "tests/worker/codegen/suite_ops.h"
+#include "tests/worker/harness/harness_fixtures.h"
+#include "worker/codegen/codegen.h"
+
+using namespace kforge;
+
+TEST(CodegenTritonRun, OneOpOfEveryStageKindIsCorrectInTheInterpreter) {
+  REQUIRE_TRITON(python);
+  harness::CheckOptions options = harness::testing::fast_options();
+  options.target = "triton";
+  options.device = "cpu";
+  options.python = python;
+  options.trials = 1;
+  // The interpreter runs every program instance in Python, one after another: a thousand
+  // rows take seconds on a loaded machine, far above the GPU-minded 5 s of fast_options.
+  options.trial_timeout_s = 120;
+  // pointwise (broadcast, gather, cat, flip, pow), rows (last dim whole and chunked, dim 0,
+  // dim 1 of 3-d), full reduction, scans and arg reduction (both layouts), matmuls with
+  // epilogues, a three-stage attention.
+  for (const char* name : {"silu_mul", "add_bcast_3d", "embedding", "cat_last", "flip_last", "pow_tensor",
+                           "softmax_last", "layer_norm", "sum_dim0", "amax_dim1_3d", "mse_loss", "cumsum_last",
+                           "cumsum_dim0", "argmax_last", "linear_gelu", "bmm", "attention"}) {
+    auto spec = kforge::testing::on_odd_shapes(kforge::testing::suite_op(name));
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    auto space = codegen::schedule_space(analysis, codegen::Target::triton);
+    ASSERT_FALSE(space.empty()) << name;
+    std::string error;
+    auto checker = harness::Checker::create(spec, options, error);
+    ASSERT_TRUE(checker) << name << ": " << error;
+    for (size_t pick : {size_t{0}, space.size() / 2}) {
+      auto gen = codegen::emit_program(analysis, space[pick], codegen::Target::triton);
+      ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+      auto result = checker->check(gen.program);
+      EXPECT_EQ(result.outcome, harness::Outcome::correct)
+          << name << " " << space[pick].label() << ": " << result.message << "\n" << gen.program;
+      if (space.size() < 2) break;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// Internal to the teacher's emission: TritonEmitter turns an Analysis (the same IR and
+// stages as the C targets) into a kforge `triton` program, a Python module whose
+// forward(*inputs) allocates the output and scratch and launches one @triton.jit kernel
+// per stage. Pointwise, scan and arg_reduce: emit_triton.cpp; row and full reductions:
+// emit_triton_reduce.cpp; matmul with its fused epilogue: emit_triton_matmul.cpp.
+// Test: ctest -R 'codegen_(lower|triton)'.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "worker/codegen/emit_program.h"
+
+namespace kforge::codegen::emit {
+
+//! A @triton.jit kernel under construction and its launch in forward().
+struct TritonKernel {
+  std::string name;
+  std::vector<std::string> params;  //!< parameter names, in order: buffers read, buffers written, sizes
+  std::vector<std::string> args;    //!< forward's argument for each parameter
+  size_t buffers_read = 0;          //!< how many params are buffers read (they come first)
+  size_t buffers = 0;               //!< how many params are buffers (read, then written)
+  std::map<std::string, std::string> buffer_param, size_param;  //!< forward name / size expression -> parameter
+  std::vector<std::pair<std::string, std::string>> constexprs;  //!< NAME and its value in forward
+  std::string grid;   //!< the launch grid, a Python tuple ("(triton.cdiv(n, 1024),)")
+  int warps = 4;      //!< num_warps
+  int stages = 0;     //!< num_stages (0: Triton's default)
+  std::string body;   //!< the kernel's lines, indented by 4
+
+  //! The parameter for a buffer of forward that the kernel reads (its name there: an input, tmpN).
+  std::string buffer(const std::string& forward_name);
+  //! The parameter for a buffer the kernel writes (out, tmpN, a partial), after those it reads.
+  std::string output(const std::string& forward_name);
+  //! An int parameter carrying a launch expression (in forward's names); literals stay literals.
+  std::string size(const std::string& expr, const std::string& preferred);
+  //! A tl.constexpr parameter NAME with its value in forward; returns NAME.
+  std::string constant(const std::string& name, const std::string& value);
+  //! The decorated function.
+  std::string render() const;
+  //! Its launch line in forward (indented by 4).
+  std::string launch() const;
+};
+
+//! Emits every stage of one Analysis for one Schedule as a Triton module.
+class TritonEmitter : public StageBuffers {
+ public:
+  TritonEmitter(const Analysis& a, const Schedule& s);
+  //! The whole module, or `unsupported` naming why a stage cannot use the schedule.
+  Generated run();
+
+ private:
+  const Schedule& s_;
+  std::map<std::string, std::string> py_name_;  // op input name -> forward's parameter name
+  std::vector<std::string> allocations_;        // forward lines allocating scratch
+  std::vector<TritonKernel> kernels_;           // in launch order
+
+  //! A kernel named `name` with the schedule's num_warps.
+  TritonKernel kernel(const std::string& name) const;
+  //! A size expression of the IR ("x.size(1)", a cat formula) in forward's parameter names.
+  std::string py(const std::string& size_expr) const;
+  //! The kernel's name for a dimension (a literal or a size parameter).
+  std::string dim(TritonKernel& k, const Dim& d) const;
+  //! forward's name for the buffer holding node `id`.
+  std::string forward_buffer(int id) const;
+  //! An expression emitter for Triton blocks that reads leaves from buffers.
+  ExprEmitter expr(int* counter, int root) const;
+  //! `tl.load(buf + idx, mask=mask, other=...)` for node `id` (a scalar load when it has one element).
+  std::string load(TritonKernel& k, int id, const std::string& idx, const std::string& mask);
+
+  //! The kernel names of a last-dim line layout (scan, arg_reduce).
+  struct LastDimLines {
+    std::string rows, block;
+  };
+  //! ROWS lines per program in BLOCK chunks: the grid and the `rows` / `rmask` lines.
+  LastDimLines last_dim_lines(TritonKernel& k, const Shape& outer, std::ostringstream& body) const;
+
+  // emit_triton.cpp; each stage appends its kernels to kernels_ or sets `err`
+  void pointwise(const Stage& stage, const std::string& name, std::string& err);
+  void scan(const Stage& stage, const std::string& name, std::string& err);
+  void arg_reduce(const Stage& stage, const std::string& name, std::string& err);
+  // emit_triton_reduce.cpp
+  void reduce_rows(const Stage& stage, const std::string& name, std::string& err);
+  void reduce_full(const Stage& stage, const std::string& name, std::string& err);
+  // emit_triton_matmul.cpp
+  void matmul(const Stage& stage, const std::string& name, std::string& err);
+};
+
+}  // namespace kforge::codegen::emit

@@ -1,0 +1,231 @@
+// Triton reduction stages (emit_triton.h). Row reductions over one dim work on 2-D tiles:
+// the last dim as [ROWS, BLOCK] (ROWS rows per program, reduced along axis 1), another dim
+// as [RB, IB] (IB adjacent outputs per program, RB reduced elements per step, along axis
+// 0). A whole-row schedule (block 0, or rows 0 for another dim) loads the row once into
+// registers for every pass (softmax's max, sum and store read it once); otherwise each
+// reduction loops over the row in chunks into a tile accumulator. Full reductions take two
+// launches through a scratch of `partials` values. Test: ctest -R 'codegen_(lower|triton)'.
+#include <sstream>
+
+#include "worker/codegen/emit_patterns.h"
+#include "worker/codegen/emit_triton.h"
+
+namespace kforge::codegen::emit {
+namespace {
+
+// Where a row tile's operands are read and which lanes are valid, by pattern.
+struct TritonRows {
+  bool last = false, whole = false;
+  int axis = 1;                        // the reduced axis of the tile
+  std::string tile;                    // "[ROWS, BLOCK]"
+  std::string header;                  // program -> rows / outputs
+  std::string chunk;                   // lines selecting one chunk of the reduced dim (indent 4)
+  std::string loop;                    // "for r0 in range(0, len, BLOCK):"
+  std::string full_idx, lane_idx, group_idx;
+  std::string full_mask, lane_mask, group_mask;
+};
+
+std::string reduce_fn(const std::string& op) { return op == "max" ? "tl.max" : op == "min" ? "tl.min" : "tl.sum"; }
+
+}  // namespace
+
+void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std::string& err) {
+  TritonKernel k = kernel(name);
+  const Shape& ref = stage.reduce_shape;
+  const int axis = stage.reduce_axes.at(0);
+  Shape outer(ref.begin(), ref.begin() + axis), inner(ref.begin() + axis + 1, ref.end());
+  TritonRows t;
+  t.last = numel_value(inner) == 1;
+  const std::string out = k.output(buffer_of_.at(stage.root));
+  const std::string len = dim(k, ref[axis]);
+  std::ostringstream header, chunk;
+  if (t.last) {
+    if (s_.rows < 1) {
+      err = "a last-dim row reduction needs rows >= 1 per program";
+      return;
+    }
+    t.whole = s_.block == 0;
+    t.axis = 1;
+    const std::string groups = k.size(py(numel_expr(outer)), "groups");
+    const std::string rows = k.constant("ROWS", std::to_string(s_.rows));
+    const std::string block =
+        k.constant("BLOCK", t.whole ? "triton.next_power_of_2(" + py(ref[axis].expr()) + ")" : std::to_string(s_.block));
+    k.grid = "(triton.cdiv(" + py(numel_expr(outer)) + ", " + std::to_string(s_.rows) + "),)";
+    t.tile = "[" + rows + ", " + block + "]";
+    header << "    rows = tl.program_id(0) * " << rows << " + tl.arange(0, " << rows << ")[:, None]\n";
+    header << "    rmask = rows < " << groups << "\n";
+    chunk << "cols = " << (t.whole ? "" : "r0 + ") << "tl.arange(0, " << block << ")[None, :]\n";
+    chunk << "cmask = cols < " << len << "\n";
+    chunk << "fmask = rmask & cmask\n";
+    t.loop = "for r0 in range(0, " + len + ", " + block + "):";
+    t.full_idx = "rows * " + len + " + cols";
+    t.lane_idx = "cols";
+    t.group_idx = "rows";
+    t.lane_mask = "cmask";
+    t.group_mask = "rmask";
+  } else {
+    t.whole = s_.rows == 0;
+    t.axis = 0;
+    const std::string inner_size = k.size(py(numel_expr(inner)), "inner");
+    const int ib = s_.block > 0 ? s_.block : 64;
+    const std::string iblock = k.constant("IB", std::to_string(ib));
+    const std::string rblock =
+        k.constant("RB", t.whole ? "triton.next_power_of_2(" + py(ref[axis].expr()) + ")" : std::to_string(s_.rows));
+    k.grid = "(" + py(numel_expr(outer)) + " * triton.cdiv(" + py(numel_expr(inner)) + ", " + std::to_string(ib) + "),)";
+    t.tile = "[" + rblock + ", " + iblock + "]";
+    header << "    pid = tl.program_id(0)\n";
+    header << "    nib = tl.cdiv(" << inner_size << ", " << iblock << ")\n";
+    header << "    o = pid // nib\n";
+    header << "    i = (pid % nib) * " << iblock << " + tl.arange(0, " << iblock << ")[None, :]\n";
+    header << "    imask = i < " << inner_size << "\n";
+    chunk << "r = " << (t.whole ? "" : "r0 + ") << "tl.arange(0, " << rblock << ")[:, None]\n";
+    chunk << "lmask = r < " << len << "\n";
+    chunk << "fmask = lmask & imask\n";
+    t.loop = "for r0 in range(0, " + len + ", " + rblock + "):";
+    t.full_idx = "o * " + len + " * " + inner_size + " + r * " + inner_size + " + i";
+    t.lane_idx = "r";
+    t.group_idx = "o * " + inner_size + " + i";
+    t.lane_mask = "lmask";
+    t.group_mask = "imask";
+  }
+  t.full_mask = "fmask";
+  t.header = header.str();
+  t.chunk = chunk.str();
+
+  PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
+  int counter = 0;
+  ExprEmitter e = expr(&counter, stage.root);
+  e.red_len = len;
+  if (!t.whole)
+    e.hoist = [&patterns](int id) {
+      Pattern p = patterns.of(id);
+      return p == Pattern::group || p == Pattern::scalar;
+    };
+  e.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    switch (patterns.of(id)) {
+      case Pattern::scalar: return load(k, id, "0", "None");
+      case Pattern::lane: return load(k, id, t.lane_idx, t.lane_mask);
+      case Pattern::group: return load(k, id, t.group_idx, t.group_mask);
+      case Pattern::full: return load(k, id, t.full_idx, t.full_mask);
+    }
+    return "";
+  };
+  std::vector<int> reduces = region_reductions(stage);
+  patterns.of(stage.root);
+  for (int id : reduces) patterns.of(g_.nodes[id].args[0]);
+  if (!patterns.error.empty()) {
+    err = patterns.error;
+    return;
+  }
+
+  const std::string ax = std::to_string(t.axis);
+  auto chunk_lines = [&](const std::string& indent) { return reindent(t.chunk, indent); };
+  std::ostringstream body;
+  body << t.header;
+  if (t.whole) body << chunk_lines("    ");
+  for (size_t red_idx = 0; red_idx < reduces.size(); ++red_idx) {
+    const Node& r = g_.nodes[reduces[red_idx]];
+    const std::string red = "red" + std::to_string(red_idx), acc = "acc" + std::to_string(red_idx);
+    const std::string init = reduce_init(r.op, Target::triton);
+    std::string v = e.value(r.args[0], {});
+    if (t.whole) {
+      body << e.take_lines("    ", /*keep_memo=*/true);
+      body << "    " << red << " = " << reduce_fn(r.op) << "(tl.where(fmask, " << v << ", " << init << "), axis=" << ax
+           << ", keep_dims=True)\n";
+    } else {
+      std::string loop_lines = e.take_lines("        ");
+      body << e.take_outer("    ");
+      body << "    " << acc << " = tl.full(" << t.tile << ", " << init << ", dtype=tl.float32)\n";
+      body << "    " << t.loop << "\n" << chunk_lines("        ") << loop_lines;
+      body << "        " << acc << " = " << combine_code(r.op, acc, "tl.where(fmask, " + v + ", " + init + ")", Target::triton)
+           << "\n";
+      body << "    " << red << " = " << reduce_fn(r.op) << "(" << acc << ", axis=" << ax << ", keep_dims=True)\n";
+    }
+    e.known[reduces[red_idx]] = red;
+  }
+  // The store: the row again when the output varies along it (softmax), else one value per row.
+  Pattern out_pattern = patterns.of(stage.root);
+  std::string result = e.value(stage.root, {});
+  if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
+    if (t.whole) {
+      body << e.take_lines("    ", true) << "    tl.store(" << out << " + " << t.full_idx << ", " << result
+           << ", mask=fmask)\n";
+    } else {
+      std::string loop_lines = e.take_lines("        ");
+      body << e.take_outer("    ") << "    " << t.loop << "\n" << chunk_lines("        ") << loop_lines;
+      body << "        tl.store(" << out << " + " << t.full_idx << ", " << result << ", mask=fmask)\n";
+    }
+  } else {
+    body << e.take_outer("    ") << e.take_lines("    ", true);
+    body << "    tl.store(" << out << " + " << t.group_idx << ", " << result << ", mask=" << t.group_mask << ")\n";
+  }
+  k.body = body.str();
+  kernels_.push_back(k);
+}
+
+// Two launches: `partials` programs each reduce a grid-stride slice of BLOCK-element
+// chunks into scratch, then one program combines them and applies the epilogue.
+void TritonEmitter::reduce_full(const Stage& stage, const std::string& name, std::string& err) {
+  std::vector<int> reduces;
+  for (int id = 0; id <= stage.root; ++id)
+    if (g_.nodes[id].kind == NodeKind::reduce && !is_buffer_leaf(id, stage.root)) reduces.push_back(id);
+  if (reduces.size() != 1) {
+    err = "a full reduction region must hold exactly one reduction";
+    return;
+  }
+  const Node& red = g_.nodes[reduces[0]];
+  const std::string init = reduce_init(red.op, Target::triton);
+  const std::string partial = buffer_of_.at(stage.root) == "out" ? "partial" : "partial_" + buffer_of_.at(stage.root);
+  int parts = 1;
+  while (parts < s_.partials) parts <<= 1;  // a power of two: the final pass loads them as one block
+  allocations_.push_back("    " + partial + " = torch.empty((" + std::to_string(parts) + ",), device=" +
+                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
+  const std::string n_expr = py(numel_expr(stage.reduce_shape));
+  int counter = 0;
+
+  TritonKernel k1 = kernel(name + "_partial");
+  const std::string n = k1.size(n_expr, "n");
+  ExprEmitter e1 = expr(&counter, stage.root);
+  e1.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    int64_t numel = numel_value(g_.nodes[id].shape);
+    if (numel != 1 && numel != numel_value(stage.reduce_shape))
+      err = "a broadcast operand inside a full reduction is not supported";
+    return load(k1, id, "offs", "mask");
+  };
+  std::string v = e1.value(red.args[0], {});
+  std::string lines = e1.take_lines("        ");
+  if (!err.empty()) return;
+  const std::string p1 = k1.output(partial);
+  const int block_value = s_.block > 0 ? s_.block : 1024;
+  const std::string block = k1.constant("BLOCK", std::to_string(block_value));
+  const std::string parts_name = k1.constant("PARTS", std::to_string(parts));
+  k1.grid = "(" + std::to_string(parts) + ",)";
+  std::ostringstream b1;
+  b1 << "    pid = tl.program_id(0)\n";
+  b1 << "    acc = tl.full([" << block << "], " << init << ", dtype=tl.float32)\n";
+  b1 << "    for start in range(pid * " << block << ", " << n << ", " << parts_name << " * " << block << "):\n";
+  b1 << "        offs = start + tl.arange(0, " << block << ")\n";
+  b1 << "        mask = offs < " << n << "\n" << lines;
+  b1 << "        acc = " << combine_code(red.op, "acc", "tl.where(mask, " + v + ", " + init + ")", Target::triton) << "\n";
+  b1 << "    tl.store(" << p1 << " + pid, " << reduce_fn(red.op) << "(acc, axis=0))\n";
+  k1.body = b1.str();
+
+  TritonKernel k2 = kernel(name + "_final");
+  const std::string p2 = k2.buffer(partial);
+  const std::string out = k2.output(buffer_of_.at(stage.root));
+  ExprEmitter e2 = expr(&counter, stage.root);
+  e2.red_len = k2.size(n_expr, "n");
+  e2.load = [&](int id, const std::vector<std::string>&) { return load(k2, id, "0", "None"); };
+  e2.known[reduces[0]] = "red";
+  std::string result = e2.value(stage.root, {});
+  const std::string parts2 = k2.constant("PARTS", std::to_string(parts));
+  k2.grid = "(1,)";
+  std::ostringstream b2;
+  b2 << "    red = " << reduce_fn(red.op) << "(tl.load(" << p2 << " + tl.arange(0, " << parts2 << ")), axis=0)\n";
+  b2 << e2.take_outer("    ") << e2.take_lines("    ") << "    tl.store(" << out << ", " << result << ")\n";
+  k2.body = b2.str();
+  kernels_.push_back(k1);
+  kernels_.push_back(k2);
+}
+
+}  // namespace kforge::codegen::emit
