@@ -13,16 +13,24 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 deps: ## install build and run dependencies from Debian packages and the test venv (quiet when present)
+	@echo "deps: checking Debian packages (scripts/install-deps.sh) and the Python venv"
 	@scripts/install-deps.sh
 	@scripts/python-env.sh $(BUILD_DIR)
 
 $(BUILD_DIR)/build.ninja:
+	@echo "build: configuring $(BUILD_DIR) (CMake finds libtorch, cpprestsdk, libpqxx, OpenCL)"
 	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) >/dev/null
 
+# Ninja's [done/total] lines are the progress: a first build compiles about 300 files, many
+# against libtorch's headers (README "Quick start" says how long that takes); ccache makes
+# later ones mostly cache hits.
 build: deps $(BUILD_DIR)/build.ninja ## configure and build (Release, ccache when present)
+	@echo "build: compiling with $(JOBS) jobs into $(BUILD_DIR) (a first build takes minutes; [done/total] below)"
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@echo "build: done"
 
 run: build ## start PostgreSQL, kforge-server on http://127.0.0.1:8080 and one worker; Ctrl-C stops all
+	@echo "run: starting PostgreSQL, kforge-server and one worker"
 	@scripts/run.sh $(BUILD_DIR)
 
 test: build check-docs ## check the docs, then run every test against a throwaway PostgreSQL

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 table=bench/README.md
 # Rows look like: | `name` | what | `command` | results |
-names=$(sed -n 's/^| `\([a-z-]*\)` |.*/\1/p' "$table")
+names=$(sed -n 's/^| `\([a-z0-9-]*\)` |.*/\1/p' "$table")
 if [ $# -eq 0 ] || [ -z "$1" ]; then
   echo "benchmarks (bench/README.md); run one with: make bench BENCH=NAME"
   for name in $names; do

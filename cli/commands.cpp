@@ -51,6 +51,7 @@ const char* kUsage =
     "  jobs list [--kind K --status S]   recent jobs\n"
     "  train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
     "  leaderboard [--models]            best kernels per op (or fast_p per model)\n"
+    "  demo [--demo-ops L/NAME,...]      queue a few suite ops, print each verified kernel as it lands\n"
     "  health | ready                    server status\n";
 
 // Prints a problem+json reply readably; returns 1.
@@ -281,6 +282,95 @@ int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostr
   return 0;
 }
 
+// The suite ops `kforge demo` queues by default: two single ops and two fusions that the
+// teacher compiler turns into correct kernels on a CPU worker in seconds.
+const char* kDemoOps = "level1/relu,level1/softmax_last,level2/silu_mul,level2/gelu_add";
+
+// A suite file as POST /v1/generations takes it: the op format's fields only (the suite's
+// level, category and split are bookkeeping the API does not accept).
+bool read_suite_op(const std::string& suite_dir, const std::string& name, json* op, std::ostream& err) {
+  json file;
+  if (!read_json_file(suite_dir + "/" + name + ".json", &file, err)) return false;
+  *op = json::object();
+  for (const char* key : {"name", "source", "inputs", "extra_shapes", "tolerance"}) {
+    if (file.contains(key)) (*op)[key] = file[key];
+  }
+  return true;
+}
+
+// One line per finished generation: the verified kernel's speedup and the head of its source.
+void print_demo_result(const std::string& name, const json& gen, double seconds, std::ostream& out) {
+  out << std::left << std::setw(22) << name << " generation " << gen["id"] << " " << gen["status"].get<std::string>()
+      << " after " << std::fixed << std::setprecision(1) << seconds << " s: ";
+  const json& best = gen["best"];
+  if (gen["status"] != "succeeded" || best.is_null()) {
+    out << "no verified kernel";
+    if (gen["error"].is_object()) out << " (" << gen["error"].value("message", "") << ")";
+    out << "\n";
+    return;
+  }
+  out << "verified kernel, candidate " << best["id"] << ", speedup " << fmt_number(best["speedup"]) << "x ("
+      << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch " << fmt_number(best["baseline_ms"], 4) << " ms)\n";
+  std::istringstream source(best.value("source", ""));
+  std::string line;
+  for (int line_idx = 0; line_idx < 4 && std::getline(source, line); ++line_idx) out << "    " << line << "\n";
+  out << "    ...  (GET /v1/candidates/" << best["id"] << " for the whole kernel)\n";
+}
+
+int demo(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
+  std::string ops_flag = flags.get("demo-ops").empty() ? kDemoOps : flags.get("demo-ops");
+  std::vector<std::string> names;
+  std::istringstream list(ops_flag);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (!name.empty()) names.push_back(name);
+  }
+  struct Pending {
+    std::string name;
+    int64_t id;
+    std::chrono::steady_clock::time_point posted;
+  };
+  std::vector<Pending> pending;
+  for (const auto& name : names) {
+    json body = {{"target", flags.get("target")}, {"model", flags.get("model")}};
+    body["samples"] = flags.get_int("samples");
+    if (!read_suite_op(flags.get("suite-dir"), name, &body["op"], err)) return 1;
+    auto resp = client.request("POST", "/v1/generations", body.dump());
+    if (resp.status != 202) return report_error(resp, err);
+    pending.push_back({name, json::parse(resp.body)["id"].get<int64_t>(), std::chrono::steady_clock::now()});
+  }
+  out << "queued " << pending.size() << " demo generations (" << ops_flag << "), " << flags.get("samples")
+      << " samples each; results print as they complete\n"
+      << std::flush;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(flags.get_double("timeout-s"));
+  size_t verified = 0, total = pending.size();
+  while (!pending.empty()) {
+    for (auto it = pending.begin(); it != pending.end();) {
+      auto poll = client.request("GET", "/v1/generations/" + std::to_string(it->id));
+      if (poll.status != 200) return report_error(poll, err);
+      json gen = json::parse(poll.body);
+      std::string status = gen["status"];
+      if (status != "succeeded" && status != "failed" && status != "cancelled") {
+        ++it;
+        continue;
+      }
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->posted).count();
+      print_demo_result(it->name, gen, seconds, out);
+      out << std::flush;
+      if (status == "succeeded" && !gen["best"].is_null()) ++verified;
+      it = pending.erase(it);
+    }
+    if (pending.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      err << "kforge: " << pending.size() << " demo generations still running after " << flags.get("timeout-s")
+          << " s (is a worker up? `kforge jobs list`)\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(flags.get_double("poll-s")));
+  }
+  out << verified << "/" << total << " ops have a verified kernel; `kforge leaderboard` lists the best per op\n";
+  return verified == total ? 0 : 1;
+}
+
 // A generate flag whose default and doc are the generation table's (spec/job_spec.h), so
 // `kforge generate` sends what the API would pick anyway.
 FlagSpec generate_flag(const std::string& field_path, const std::string& flag) {
@@ -307,8 +397,8 @@ std::vector<FlagSpec> cli_flags() {
       generate_flag("target", "target"),
       generate_flag("model", "model"),
       {"wait", "", "false", "generate: wait and show progress, then the kernel", true},
-      {"timeout-s", "", "3600", "generate --wait: give up after this long"},
-      {"poll-s", "", "1", "generate --wait: polling interval"},
+      {"timeout-s", "", "3600", "generate --wait, demo: give up after this long"},
+      {"poll-s", "", "1", "generate --wait, demo: polling interval"},
       {"kind", "", "", "jobs list: generate, train_sft, train_grpo, evaluate"},
       {"status", "", "", "jobs list: queued, running, succeeded, failed, cancelled, retrying"},
       {"limit", "", "20", "jobs list / leaderboard: rows (1-100)"},
@@ -317,6 +407,8 @@ std::vector<FlagSpec> cli_flags() {
       {"base-model", "", "", "train: starting model (required for grpo)"},
       {"models", "", "false", "leaderboard: models instead of ops", true},
       {"json", "", "false", "print the server's JSON", true},
+      {"suite-dir", "KFORGE_SUITE_DIR", "suite", "demo: the op suite's folder (level1/, level2/)"},
+      {"demo-ops", "", "", std::string("demo: suite ops to queue (default ") + kDemoOps + ")"},
   };
 }
 
@@ -333,6 +425,7 @@ int run_command_line(const Flags& flags, Client& client, std::ostream& out, std:
     if (command == "jobs" && args.size() == 2 && args[1] == "list") return jobs_list(flags, client, out, err);
     if (command == "train") return train(flags, client, out, err);
     if (command == "leaderboard") return leaderboard(flags, client, out, err);
+    if (command == "demo") return demo(flags, client, out, err);
     if (command == "health" || command == "ready") {
       auto resp = client.request("GET", "/v1/" + command);
       out << resp.body << "\n";

@@ -1,6 +1,7 @@
 // The kforge CLI's commands, each a function from parsed flags to an exit code:
 // op submit, generate (--wait: progress bar, then kernel and speedup), jobs list,
-// train sft|grpo, leaderboard, health, ready. Tested in tests/cli/cli_test.cpp.
+// train sft|grpo, leaderboard, demo (a few suite ops at once), health, ready. Tested in
+// tests/cli/cli_test.cpp.
 #pragma once
 
 #include <iosfwd>

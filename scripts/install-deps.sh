@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Installs kforge's build and run dependencies from Debian packages.
 # Idempotent: prints nothing and touches nothing when everything is installed.
-# Usage: scripts/install-deps.sh   (as root, or with sudo available)
+# Usage: scripts/install-deps.sh               (as root, or with sudo available)
+#        scripts/install-deps.sh --gpu-worker  only what a GPU worker builds with (docker/Dockerfile.worker-cuda:
+#                                              PyTorch, Triton and CUDA come from its base image and pip)
 set -euo pipefail
 
-packages=(
+# A GPU worker (-DKFORGE_WITH_HTTP=OFF, docs/gpu.md) needs these; everything else needs them too.
+gpu_worker_packages=(
   build-essential cmake ninja-build ccache pkg-config git python3-venv
-  libtorch-dev python3-torch
-  libcpprest-dev libssl-dev zlib1g-dev
-  libpqxx-dev postgresql postgresql-contrib
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  libssl-dev zlib1g-dev libpqxx-dev
+  ocl-icd-opencl-dev opencl-headers clinfo
   nlohmann-json3-dev libgtest-dev libgmock-dev
+)
+packages=(
+  "${gpu_worker_packages[@]}"
+  libtorch-dev python3-torch
+  libcpprest-dev
+  postgresql postgresql-contrib
+  pocl-opencl-icd
   wrk curl procps
   libopenblas0-pthread  # takes over libblas.so.3 (update-alternatives priority 100 > netlib 10): a fair eager matmul baseline
   # web UI: charts and code highlighting served by kforge-server at /vendor/ (docs/web.md
@@ -18,7 +26,10 @@ packages=(
   libjs-chart.js libjs-highlight.js
   # the browser test (tests/web): headless Chromium driven by Selenium
   chromium chromium-driver python3-selenium
+  # tests/docker/compose_check.py reads docker/compose.yaml
+  python3-yaml
 )
+[ "${1:-}" = "--gpu-worker" ] && packages=("${gpu_worker_packages[@]}")
 
 missing=()
 for pkg in "${packages[@]}"; do

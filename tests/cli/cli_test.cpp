@@ -1,6 +1,7 @@
 // The real `kforge` CLI binary against the real server: op submit, generate
 // (queued, and --wait while a stand-in worker completes the job), jobs list,
-// train, leaderboard, and clear errors for a missing token or bad input.
+// train, leaderboard, demo (suite ops queued at once, each result printed as it lands),
+// and clear errors for a missing token or bad input.
 // Run: scripts/test.sh build -R cli_test
 #include <gtest/gtest.h>
 
@@ -122,6 +123,77 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
   EXPECT_EQ(missing_code, 1);
   EXPECT_NE(missing_out.find("cannot read /nonexistent.json"), std::string::npos);
   std::remove(op_file.c_str());
+}
+
+// `kforge demo` posts the default suite ops (level 1 and 2) and prints each result when its
+// generation finishes: the stand-in worker finishes them last-posted first, a second apart,
+// and leaves the first without a correct kernel, so order and the failure line are both seen.
+TEST(Cli, DemoQueuesSuiteOpsAndPrintsEachAsItCompletes) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  std::thread worker([&] {
+    auto conn = kforge::db::connect(server.database.url());
+    int64_t worker_id = kforge::db::worker_register(*conn, {"cli-demo-test", 1, "pocl", "0.1.0", 1});
+    std::vector<kforge::db::Job> claimed;
+    for (int attempt = 0; attempt < 300 && claimed.size() < 4; ++attempt) {
+      kforge::db::ClaimRequest claim;
+      claim.worker_id = worker_id;
+      claim.capabilities = {"target:opencl", "device:cpu"};
+      for (auto& job : kforge::db::job_claim(*conn, claim)) claimed.push_back(job);
+      if (claimed.size() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    for (auto it = claimed.rbegin(); it != claimed.rend(); ++it) {
+      int64_t op_id = json::parse(it->args_json)["op_id"];
+      bool first_posted = it == claimed.rend() - 1;
+      kforge::db::CandidateRecord c;
+      c.job_id = it->id;
+      c.op_id = op_id;
+      c.device = "cpu (PoCL)";
+      c.source = "__kernel void demo_" + std::to_string(it->id) + "(__global float* out) {}";
+      c.outcome = first_posted ? "wrong_output" : "correct";
+      if (!first_posted) {
+        double baseline_ms = 1.0 + static_cast<double>(it->id);
+        c.kernel_ms = 0.5;
+        c.baseline_ms = baseline_ms;
+        c.speedup = baseline_ms / 0.5;
+      }
+      kforge::db::candidate_insert(*conn, c);
+      kforge::db::job_complete(*conn, kforge::db::job_lease(*it), "{}");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    }
+  });
+  auto [code, out] = kforge_cli(server, server.submit,
+                                {"demo", "--suite-dir", std::string(KFORGE_SOURCE_DIR) + "/suite", "--samples", "2",
+                                 "--poll-s", "0.2", "--timeout-s", "60"});
+  worker.join();
+  EXPECT_EQ(code, 1) << "one op has no verified kernel: " << out;
+  EXPECT_NE(out.find("queued 4 demo generations (level1/relu,level1/softmax_last,level2/silu_mul,level2/gelu_add)"),
+            std::string::npos)
+      << out;
+  // Printed as they completed: last posted first.
+  size_t gelu_add = out.find("level2/gelu_add"), silu_mul = out.find("level2/silu_mul ");
+  size_t softmax = out.find("level1/softmax_last "), relu = out.find("level1/relu ");
+  ASSERT_NE(relu, std::string::npos) << out;
+  EXPECT_LT(out.find("level2/gelu_add", gelu_add + 1), silu_mul) << out;
+  EXPECT_LT(silu_mul, softmax) << out;
+  EXPECT_LT(softmax, relu) << out;
+  EXPECT_NE(out.find("generation 4 succeeded"), std::string::npos) << out;
+  EXPECT_NE(out.find("verified kernel, candidate 1, speedup 10.00x (0.5000 ms vs PyTorch 5.0000 ms)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    __kernel void demo_4"), std::string::npos) << "the kernel's head: " << out;
+  EXPECT_NE(out.find("no verified kernel"), std::string::npos) << out;
+  EXPECT_NE(out.find("3/4 ops have a verified kernel"), std::string::npos) << out;
+
+  auto [board_code, board_out] = kforge_cli(server, "", {"leaderboard"});
+  ASSERT_EQ(board_code, 0) << board_out;
+  EXPECT_NE(board_out.find("gelu_add"), std::string::npos) << board_out;
+  EXPECT_NE(board_out.find("10.00x"), std::string::npos) << board_out;
+
+  auto [missing_code, missing_out] =
+      kforge_cli(server, server.submit, {"demo", "--suite-dir", "/nonexistent", "--demo-ops", "level1/relu"});
+  EXPECT_EQ(missing_code, 1);
+  EXPECT_NE(missing_out.find("cannot read /nonexistent/level1/relu.json"), std::string::npos) << missing_out;
 }
 
 TEST(Cli, UnreachableServerIsAClearError) {
