@@ -102,7 +102,13 @@ def main():
         out["harness"]["overhead_ms_warm"] = {t: r["overhead_ms_warm"] for t, r in per_target.items()}
         out["harness"]["timing_spread_pct"] = {t: r["timing_spread_pct"] for t, r in per_target.items()}
         out["harness"]["timing_iqr_spread_pct"] = {t: r["timing_iqr_spread_pct"] for t, r in per_target.items()}
-    e2e = load(args.folder, "e2e.json")
+    # e2e rows from every folder: one call may have posted other targets than another.
+    e2e_rows = {}
+    for folder in args.folder:
+        part = load([folder], "e2e.json")
+        for row in (part or {}).get("rows", []):
+            e2e_rows[(row["op"], row["target"])] = row
+    e2e = {"rows": list(e2e_rows.values())} if e2e_rows else None
     if e2e:
         for target in sorted({r["target"] for r in e2e["rows"]}):
             rows = [r for r in e2e["rows"] if r["target"] == target]
