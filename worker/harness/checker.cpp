@@ -19,8 +19,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -61,13 +63,17 @@ int64_t sandbox_memory_limit(int64_t configured) {
 
 // Held while a measurement runs when CheckOptions::timing_lock names a file: checks side by
 // side on one device (bench/gpu/check_suite.py --jobs) compile and verify in parallel but
-// take turns to time. No file, or one that cannot be opened: no lock.
+// take turns to time. No file, or one that cannot be opened: no lock. The wait polls, so a
+// cancel or shutdown (stop_requested) ends it within 10 ms; the exchange that follows then
+// stops as it does for any command.
 class TimingLock {
  public:
-  explicit TimingLock(const std::string& path) {
+  TimingLock(const std::string& path, const std::function<bool()>& stop_requested) {
     if (path.empty()) return;
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || (stop_requested && stop_requested())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   ~TimingLock() {
@@ -837,7 +843,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
   json reply;
   {
-    TimingLock lock(options.timing_lock);
+    TimingLock lock(options.timing_lock, options.stop_requested);
     if (!child.exchange(time_command, time_limit_s, "timing", reply, result)) return;
   }
   if (!reply.value("ok", false)) {
@@ -851,7 +857,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   if (gpu) {
     if (!time_gpu_baselines(result)) return;
   } else {
-    TimingLock lock(options.timing_lock);
+    TimingLock lock(options.timing_lock, options.stop_requested);
     result.baseline = time_baseline();
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
@@ -909,7 +915,7 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
       }
       double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
       if (ready) {
-        TimingLock lock(options.timing_lock);
+        TimingLock lock(options.timing_lock, options.stop_requested);
         ready = gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&
                 reply.value("ok", false);
       }

@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -69,6 +70,33 @@ TEST(Checker, TimingWaitsForTheTimingLock) {
   ASSERT_TRUE(result.kernel);
   EXPECT_GE(wall, held) << "the check finished while another process held the timing lock";
   EXPECT_GT(result.time_ms, 0);
+}
+
+// A cancel while waiting for the timing lock ends the wait: the check returns long before
+// the holder lets go.
+TEST(Checker, StopEndsTheWaitForTheTimingLock) {
+  REQUIRE_OPENCL();
+  char path[] = "/tmp/kforge_timing_lock_XXXXXX";
+  int fd = ::mkostemp(path, O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  CheckOptions options = fast_options();
+  options.time = true;
+  options.timing_lock = path;
+  const auto started = std::chrono::steady_clock::now();
+  options.stop_requested = [started] { return std::chrono::steady_clock::now() - started > std::chrono::seconds(3); };
+  std::atomic<bool> done{false};
+  std::thread release([fd, &done, started] {  // without the stop the check would wait 40 s for this
+    while (!done && std::chrono::steady_clock::now() - started < std::chrono::seconds(40))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::close(fd);
+  });
+  auto result = check_candidate(silu_mul_op(), kSiluMulKernel, options);
+  const auto wall = std::chrono::steady_clock::now() - started;
+  done = true;
+  release.join();
+  std::remove(path);
+  EXPECT_LT(wall, std::chrono::seconds(20)) << "the check waited for the lock after a stop: " << result.message;
 }
 
 TEST(Checker, RowSoftmaxIsCorrect) {
