@@ -431,7 +431,11 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   } else {
     environment.torch_threads = environment.compute_units;
     environment.blas = blas_description();
-    environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) + " threads";
+    // How eager allocates matters on a CPU: outputs come from glibc malloc on every call, and
+    // blocks above its mmap threshold (at most 32 MiB) are fresh mappings, page-faulted per call.
+    environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) +
+                           " threads; outputs allocated by the op on every call (libtorch's default CPU allocator, "
+                           "glibc malloc: blocks above the mmap threshold, at most 32 MiB, are page-faulted per call)";
   }
   max_block = device.value("max_work_group", int64_t{1024});
   environment.sandbox = sandbox_summary(first->jail_report());

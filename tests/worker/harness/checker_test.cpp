@@ -36,6 +36,8 @@ TEST(Checker, ElementwiseSiluMulIsCorrectAndTimed) {
   EXPECT_NEAR(result.speedup, result.baseline->median_ms / result.kernel->median_ms, 1e-9);
   EXPECT_FALSE(result.environment.device.empty());
   EXPECT_EQ(result.environment.torch_threads, result.environment.compute_units);
+  EXPECT_NE(result.environment.baseline.find("allocated by the op on every call"), std::string::npos)
+      << "the result says how the eager baseline allocates: " << result.environment.baseline;
   EXPECT_FALSE(result.weak_test);
   EXPECT_EQ(result.program_hash.size(), 64u);
   auto json = nlohmann::json::parse(result.to_json());
