@@ -138,6 +138,12 @@ std::string build_view(const SandboxPolicy& policy) {
     return fail(errno_text("tmpfs root"));
   const std::string root = kNewRoot;
   auto fd_path = [](const Source& source) { return "/proc/self/fd/" + std::to_string(source.fd); };
+  // The private /tmp first: a read-only source that lives under /tmp (a build or a checkout
+  // there, as CI's clone is) is then bound on top of it, not hidden beneath it.
+  std::string tmp_options = "size=" + std::to_string(policy.tmp_bytes) + ",mode=1777";
+  if (!make_dirs(root + "/tmp") ||
+      ::mount("kforge-tmp", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_options.c_str()) != 0)
+    return fail(errno_text("tmpfs /tmp"));
   for (const auto& source : sources) {
     std::string target = root + source.path;
     if (!source.symlink.empty()) {
@@ -167,10 +173,6 @@ std::string build_view(const SandboxPolicy& policy) {
     const Source& source = proc_sources[entry_idx];
     if (auto why = bind_mount(fd_path(source), root + source.path, source.directory, true); !why.empty()) return fail(why);
   }
-  std::string tmp_options = "size=" + std::to_string(policy.tmp_bytes) + ",mode=1777";
-  if (!make_dirs(root + "/tmp") ||
-      ::mount("kforge-tmp", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_options.c_str()) != 0)
-    return fail(errno_text("tmpfs /tmp"));
   close_all();
   if (::chdir(kNewRoot) != 0) return errno_text("chdir new root");
   if (::syscall(SYS_pivot_root, ".", ".") != 0) return errno_text("pivot_root");

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -202,6 +203,30 @@ TEST(Sandbox, ChildCannotWriteHostFilesOrSeeOtherProcesses) {
   EXPECT_EQ(out.find(std::to_string(::getpid()) + "\n"), std::string::npos) << "the worker is visible:\n" << out;
   if (::geteuid() == 0) EXPECT_EQ(out.find("\n0\n"), std::string::npos) << "the child still runs as root:\n" << out;
   std::filesystem::remove(marker);
+}
+
+// A program that lives under /tmp (a checkout or build there, as CI's clone may be) still
+// runs in the jail: its folder is bound on top of the private /tmp, not hidden beneath it.
+TEST(Sandbox, ProgramUnderTmpRunsAndTmpStaysPrivate) {
+  char folder[] = "/tmp/kforge-jail-bin-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::string program = std::string(folder) + "/hello.sh";
+  {
+    std::ofstream script(program);
+    script << "#!/bin/sh\necho ran-from-tmp; echo scratch > /tmp/own && cat /tmp/own; ls /tmp\n";
+  }
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                            std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                            std::filesystem::perms::others_exec);
+  std::filesystem::permissions(folder, std::filesystem::perms::others_read | std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add);
+  auto child = run_to_end({program}, SandboxKind::kernel_cpu);
+  ASSERT_TRUE(child);
+  std::string out = child->stdout_tail(1 << 16);
+  std::filesystem::remove_all(folder);
+  EXPECT_NE(out.find("ran-from-tmp"), std::string::npos) << "a program under /tmp did not run in the jail:\n"
+                                                         << out << child->stderr_tail(4096);
+  EXPECT_NE(out.find("scratch"), std::string::npos) << "the private /tmp should be writable:\n" << out;
 }
 
 TEST(Sandbox, InternetSocketIsKilled) {
