@@ -411,7 +411,9 @@ TEST(TrainingJobs, GrpoReleasedOnShutdownResumesFromCheckpoint) {
   json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 120s);
   ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
 
-  const int total_steps = 20;
+  // Long enough that the run cannot finish between the SIGTERM and the worker acting on it
+  // (a GRPO step of this tiny model can take 0.1 s; 20 steps once finished first).
+  const int total_steps = 60;
   json grpo_request = {{"method", "grpo"},
                        {"suite", "builtin"},
                        {"base_model", "kforge-micro@1"},
@@ -437,7 +439,7 @@ TEST(TrainingJobs, GrpoReleasedOnShutdownResumesFromCheckpoint) {
   ASSERT_LT(steps_before, total_steps) << "finished before the shutdown; make the run longer";
 
   auto second = start_worker(server.database.url(), data, "training-grpo-worker2");
-  json done = wait_finished(server, "/v1/training-jobs/" + std::to_string(job_id), 240s);
+  json done = wait_finished(server, "/v1/training-jobs/" + std::to_string(job_id), 400s);
   second.signal(SIGTERM);
   second.wait_for(30s);
   ASSERT_EQ(done.value("status", ""), "succeeded") << done.dump(2);
@@ -449,7 +451,7 @@ TEST(TrainingJobs, GrpoReleasedOnShutdownResumesFromCheckpoint) {
   auto metrics = collect(server, "/v1/training-jobs/" + std::to_string(job_id) + "/metrics");
   ASSERT_EQ(metrics.size(), static_cast<size_t>(total_steps));
   for (int step = 1; step <= total_steps; ++step) EXPECT_EQ(metrics[step - 1]["metrics"]["step"], step);
-  // Versions 1..10 of kforge-micro-grpo: one per checkpoint (every 2 steps), each a child of the SFT version.
+  // One version of kforge-micro-grpo per checkpoint (every 2 steps), each a child of the SFT version.
   json final_model = body_of(server.get("/v1/models/" + std::to_string(done["model_id"].get<int64_t>())));
   EXPECT_EQ(final_model["model"], "kforge-micro-grpo@" + std::to_string(total_steps / 2));
   EXPECT_EQ(final_model["parent_id"], sft["model_id"]);
