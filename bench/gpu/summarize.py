@@ -20,8 +20,8 @@ def find(folders, name):
 
 
 def load(folders, name):
-    path = find(folders, name) or os.path.join(folders[-1], name)
-    return json.load(open(path)) if os.path.exists(path) else None
+    path = find(folders, name)
+    return json.load(open(path)) if path else None
 
 
 def geomean(values):
@@ -74,6 +74,8 @@ def main():
     parser.add_argument("--in", dest="folder", required=True, nargs="+",
                         help="device output folders; a file in a later folder replaces the same file in earlier ones")
     parser.add_argument("--command", default="", help="the command(s) that produced the folders, recorded as is")
+    parser.add_argument("--copy-ceiling-gbps", type=float, default=None,
+                        help="the device's copy ceiling when no folder has a timing.json that measured it")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     out = {"device": {}, "harness": {}, "e2e": {}, "tests": {}}
@@ -120,7 +122,7 @@ def main():
                 "seconds_to_result": {r["op"]: r["seconds_to_result"] for r in rows},
                 "failures": {r["op"]: r["error"] for r in rows if not r["verified"]},
             }
-    teacher = teacher_summary(args.folder, out.get("copy_ceiling_gbps"))
+    teacher = teacher_summary(args.folder, out.get("copy_ceiling_gbps") or args.copy_ceiling_gbps)
     if teacher:
         out["teacher"] = teacher
     check = load(args.folder, "check.json")
