@@ -46,28 +46,53 @@ TEST(Checker, ElementwiseSiluMulIsCorrectAndTimed) {
   EXPECT_TRUE(json["environment"].contains("opencl_c_version"));
 }
 
+// Another process's hold on the timing lock: a fresh file, locked, let go `hold` after it was
+// taken or as soon as let_go() is called, whichever comes first.
+class HeldTimingLock {
+ public:
+  explicit HeldTimingLock(std::chrono::steady_clock::duration hold) {
+    fd_ = ::mkostemp(path_, O_CLOEXEC);  // not inherited: a sandbox child would hold the lock
+    locked_ = fd_ >= 0 && ::flock(fd_, LOCK_EX) == 0;
+    const auto until = std::chrono::steady_clock::now() + hold;
+    releaser_ = std::thread([this, until] {
+      while (!let_go_ && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (fd_ >= 0) ::close(fd_);
+    });
+  }
+  ~HeldTimingLock() {
+    let_go();
+    std::remove(path_);
+  }
+  void let_go() {
+    let_go_ = true;
+    if (releaser_.joinable()) releaser_.join();
+  }
+  bool locked() const { return locked_; }
+  const char* path() const { return path_; }
+
+ private:
+  char path_[64] = "/tmp/kforge_timing_lock_XXXXXX";
+  int fd_ = -1;
+  bool locked_ = false;
+  std::atomic<bool> let_go_{false};
+  std::thread releaser_;
+};
+
 // Checks side by side take turns to time: while another holder has the timing lock, a
 // correct candidate verifies but its timing waits for the lock (the check alone takes
 // about a second here).
 TEST(Checker, TimingWaitsForTheTimingLock) {
   REQUIRE_OPENCL();
-  char path[] = "/tmp/kforge_timing_lock_XXXXXX";
-  int fd = ::mkostemp(path, O_CLOEXEC);  // not inherited: a sandbox child would hold the lock
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
-  CheckOptions options = fast_options();
-  options.time = true;
-  options.timing_lock = path;
   const auto held = std::chrono::seconds(5);
   const auto started = std::chrono::steady_clock::now();
-  std::thread release([&] {
-    std::this_thread::sleep_for(held);
-    ::close(fd);
-  });
+  HeldTimingLock other(held);
+  ASSERT_TRUE(other.locked());
+  CheckOptions options = fast_options();
+  options.time = true;
+  options.timing_lock = other.path();
   auto result = check_candidate(silu_mul_op(), kSiluMulKernel, options);
   const auto wall = std::chrono::steady_clock::now() - started;
-  release.join();
-  std::remove(path);
   ASSERT_EQ(result.outcome, Outcome::correct) << result.message;
   ASSERT_TRUE(result.kernel);
   EXPECT_GE(wall, held) << "the check finished while another process held the timing lock";
@@ -78,26 +103,15 @@ TEST(Checker, TimingWaitsForTheTimingLock) {
 // the holder lets go.
 TEST(Checker, StopEndsTheWaitForTheTimingLock) {
   REQUIRE_OPENCL();
-  char path[] = "/tmp/kforge_timing_lock_XXXXXX";
-  int fd = ::mkostemp(path, O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  const auto started = std::chrono::steady_clock::now();
+  HeldTimingLock other(std::chrono::seconds(40));  // without the stop the check would wait this long
+  ASSERT_TRUE(other.locked());
   CheckOptions options = fast_options();
   options.time = true;
-  options.timing_lock = path;
-  const auto started = std::chrono::steady_clock::now();
+  options.timing_lock = other.path();
   options.stop_requested = [started] { return std::chrono::steady_clock::now() - started > std::chrono::seconds(3); };
-  std::atomic<bool> done{false};
-  std::thread release([fd, &done, started] {  // without the stop the check would wait 40 s for this
-    while (!done && std::chrono::steady_clock::now() - started < std::chrono::seconds(40))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ::close(fd);
-  });
   auto result = check_candidate(silu_mul_op(), kSiluMulKernel, options);
   const auto wall = std::chrono::steady_clock::now() - started;
-  done = true;
-  release.join();
-  std::remove(path);
   EXPECT_LT(wall, std::chrono::seconds(20)) << "the check waited for the lock after a stop: " << result.message;
 }
 
