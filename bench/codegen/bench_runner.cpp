@@ -324,47 +324,47 @@ int run_codegen_bench(int argc, char** argv) {
   Options opt;
   std::string command = "kforge-codegen bench";
   try {
-  for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
-    std::string a = argv[arg_idx];
-    command += " " + a;
-    auto next = [&]() -> std::string {
-      if (arg_idx + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      command += std::string(" ") + argv[arg_idx + 1];
-      return argv[++arg_idx];
-    };
-    if (a == "--suite") opt.suite = next();
-    else if (a == "--filter") opt.filter = next();
-    else if (a == "--out") opt.out = next();
-    else if (a == "--max-schedules") opt.max_schedules = std::stoul(next());
-    else if (a == "--time-budget") opt.check.time_budget_s = std::stod(next());
-    else if (a == "--trials") opt.check.trials = std::stoi(next());
-    else if (a == "--device") opt.check.device = next();
-    else if (a == "--target") opt.check.target = next();
-    else if (a == "--no-compile") opt.check.compile_baseline = false;
-    else if (a == "--merge") opt.merge = true;
-    else if (a == "--resume") opt.resume = true;
-    else if (a == "--timing-lock") opt.check.timing_lock = next();
-    else if (a == "--shard") {
-      std::string value = next();
-      auto slash = value.find('/');
-      if (slash == std::string::npos) throw std::runtime_error("--shard needs I/N, e.g. 0/4");
-      opt.shard = std::stoul(value.substr(0, slash));
-      opt.shards = std::stoul(value.substr(slash + 1));
-      if (opt.shards == 0 || opt.shard >= opt.shards) throw std::runtime_error("--shard I/N needs 0 <= I < N");
-    } else {
-      std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
-                   "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
-                   "                            [--shard I/N] [--timing-lock FILE]\n"
-                   "  --shard I/N: only the ops whose index (sorted paths) % N == I; N runs side by side cover the suite\n"
-                   "  --timing-lock FILE: runs side by side on one device take turns to time (flock on FILE)\n"
-                   "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
-                   "index), timed against CUDA eager and torch.compile (--no-compile: eager only)\n"
-                   "  --resume: keep the rows already in --out (a run cut short) and measure only the missing ops\n"
-                   "  --merge: replace the rows of the selected ops in the existing --out file (the run is listed "
-                   "under merged_runs) and recompute the summary\n";
-      return 2;
+    for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
+      std::string a = argv[arg_idx];
+      command += " " + a;
+      auto next = [&]() -> std::string {
+        if (arg_idx + 1 >= argc) throw std::runtime_error(a + " needs a value");
+        command += std::string(" ") + argv[arg_idx + 1];
+        return argv[++arg_idx];
+      };
+      if (a == "--suite") opt.suite = next();
+      else if (a == "--filter") opt.filter = next();
+      else if (a == "--out") opt.out = next();
+      else if (a == "--max-schedules") opt.max_schedules = std::stoul(next());
+      else if (a == "--time-budget") opt.check.time_budget_s = std::stod(next());
+      else if (a == "--trials") opt.check.trials = std::stoi(next());
+      else if (a == "--device") opt.check.device = next();
+      else if (a == "--target") opt.check.target = next();
+      else if (a == "--no-compile") opt.check.compile_baseline = false;
+      else if (a == "--merge") opt.merge = true;
+      else if (a == "--resume") opt.resume = true;
+      else if (a == "--timing-lock") opt.check.timing_lock = next();
+      else if (a == "--shard") {
+        std::string value = next();
+        auto slash = value.find('/');
+        if (slash == std::string::npos) throw std::runtime_error("--shard needs I/N, e.g. 0/4");
+        opt.shard = std::stoul(value.substr(0, slash));
+        opt.shards = std::stoul(value.substr(slash + 1));
+        if (opt.shards == 0 || opt.shard >= opt.shards) throw std::runtime_error("--shard I/N needs 0 <= I < N");
+      } else {
+        std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
+                     "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
+                     "                            [--shard I/N] [--timing-lock FILE]\n"
+                     "  --shard I/N: only the ops whose index (sorted paths) % N == I; N runs side by side cover the suite\n"
+                     "  --timing-lock FILE: runs side by side on one device take turns to time (flock on FILE)\n"
+                     "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
+                     "index), timed against CUDA eager and torch.compile (--no-compile: eager only)\n"
+                     "  --resume: keep the rows already in --out (a run cut short) and measure only the missing ops\n"
+                     "  --merge: replace the rows of the selected ops in the existing --out file (the run is listed "
+                     "under merged_runs) and recompute the summary\n";
+        return 2;
+      }
     }
-  }
   } catch (const std::exception& error) {  // a missing or malformed value: say which
     std::cerr << "kforge-codegen bench: " << error.what() << "\n";
     return 2;
