@@ -165,6 +165,9 @@ def leaderboard_renders_api_rows(b):
     check(any("Level 1" in h for h in headings) and any("Level 2" in h for h in headings)
           and any("without a suite level" in h for h in headings), f"ops are not grouped by level: {headings}")
     check("not measured" in b.css("main")[0].text, "vs torch.compile should say 'not measured' when the API has no value")
+    winners = b.js("return [...document.querySelectorAll('section table tbody tr')].map(tr => tr.cells[tr.cells.length - 1].textContent)")
+    want_winners = sorted("PyTorch eager (use it)" if r["eager_wins"] else "kernel" for r in rows)
+    check(sorted(winners) == want_winners, f"the winner column differs from the API: {sorted(winners)} vs {want_winners}")
     best = max(rows, key=lambda r: r["speedup"])
     check(f"{best['speedup']:.2f}×" in b.css("main")[0].text, f"the best speedup {best['speedup']} is not shown")
     # Sorting: the op column ascending, then the speedup column descending.
@@ -190,7 +193,10 @@ def model_tab_shows_evaluations(b):
     page_ready(b, "table tbody tr", message="no model rows")
     text = b.css("main")[0].text
     check("kforge-tiny@2" in text and "kforge-tiny@1" in text, "model versions missing from the Models tab")
-    check("27.6%" in text and "(14.0%–46.0%)" in text, "fast_0 with its interval is not shown")
+    check("27.6%" in text and "(14.0%–46.0%)" in text, "pass@1 with its interval is not shown")
+    check("pass@1" in text and "Rule violations" in text, "the pass@1 and rule-violation columns are missing")
+    check("38.4%" in text and "(25.0%–52.0%)" in text, "the rule-violation rate with its interval is not shown")
+    check("21.0%" in text, "an evaluation stored before pass_at_1 existed shows its fast_0 as pass@1")
     b.screenshot("models")
     b.collect_console("models")
 
