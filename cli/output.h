@@ -1,0 +1,28 @@
+// Output helpers shared by the CLI's commands (commands.cpp, eval_commands.cpp):
+// aligned tables, numbers, problem+json errors, key=value settings. Test: ctest -R cli_test.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+
+namespace kforge::cli {
+
+//! Prints rows under headers, each column as wide as its widest cell plus two spaces.
+void print_table(std::ostream& out, const std::vector<std::string>& headers,
+                 const std::vector<std::vector<std::string>>& rows);
+
+//! Prints a problem+json reply readably (title, detail, each field); returns 1.
+int report_error(const ClientResponse& resp, std::ostream& err);
+
+//! A JSON number with fixed decimals, "-" for anything else.
+std::string fmt_number(const nlohmann::json& value, int precision = 2);
+
+//! "epochs=2" -> (*into)["epochs"] = 2; numbers stay numbers. False (and a message) when malformed.
+bool parse_assignment(const std::string& text, nlohmann::json* into, std::ostream& err);
+
+}  // namespace kforge::cli
