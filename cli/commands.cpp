@@ -32,7 +32,7 @@ const char* kUsage =
     "  jobs list [--kind K --status S]   recent jobs\n"
     "  train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
     "  eval start MODEL SUITE [key=value ...] [--wait]   queue an evaluation of a model version\n"
-    "  eval show ID                      pass@1, pass@k, fast_p (vs eager, torch.compile) with 95% intervals, per op\n"
+    "  eval [show] ID                    pass@1, pass@k, fast_p (vs eager, torch.compile) with 95% intervals, per op\n"
     "  eval compare BASELINE_ID ID       per-op deltas and the paired 95% interval of the difference\n"
     "  leaderboard [--models]            best kernels per op, eager ranked where it wins (or pass@1, fast_p per model)\n"
     "  demo [--demo-ops L/NAME,...]      queue a few suite ops, print each verified kernel as it lands\n"
@@ -209,21 +209,6 @@ int train(const Flags& flags, Client& client, std::ostream& out, std::ostream& e
   return 0;
 }
 
-// "42.0% [31.5-52.0]": a rate with its interval from metrics.intervals (older
-// evaluations have none, and only `fallback`'s value).
-std::string percent_with_interval(const json& metrics, const std::string& key, const std::string& fallback) {
-  if (!metrics.is_object()) return "-";
-  std::string found = metrics.contains(key) && metrics[key].is_number() ? key : fallback;
-  json value = metrics.value(found, json());
-  if (!value.is_number()) return "-";
-  std::string text = fmt_number(value.get<double>() * 100, 1) + "%";
-  json intervals = metrics.value("intervals", json());
-  json interval = intervals.is_object() ? intervals.value(found, json()) : json();
-  if (interval.is_array() && interval.size() == 2)
-    text += " [" + fmt_number(interval[0].get<double>() * 100, 1) + "-" + fmt_number(interval[1].get<double>() * 100, 1) + "]";
-  return text;
-}
-
 int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
   bool models = flags.get_bool("models");
   auto resp = client.request("GET", std::string(models ? "/v1/leaderboard/models" : "/v1/leaderboard/ops") +
@@ -239,7 +224,7 @@ int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostr
     for (const auto& row : page["data"]) {
       const json& m = row["metrics"];
       rows.push_back({row["model"].get<std::string>(), row["suite"].get<std::string>(),
-                      percent_with_interval(m, "pass_at_1", "fast_0"), fmt_number(m.value("fast_1", json())),
+                      rate_with_interval(m, "pass_at_1", "fast_0"), fmt_number(m.value("fast_1", json())),
                       fmt_number(m.value("fast_2", json())),
                       fmt_number(m.is_object() ? m.value("fast_1_vs_compile", json()) : json()),
                       fmt_number(m.value("geomean_speedup", json()))});

@@ -17,23 +17,21 @@ using json = nlohmann::json;
 
 const char* kEvalUsage =
     "kforge: usage: kforge eval start MODEL SUITE [key=value ...] [--wait]\n"
-    "               kforge eval show ID\n"
+    "               kforge eval [show] ID\n"
     "               kforge eval compare BASELINE_ID ID\n";
+
+// Evaluation ids are positive integers; anything else is a usage error said plainly
+// (rather than a 404 for a path the server never routes).
+bool valid_id(const std::string& text, std::ostream& err) {
+  bool digits = !text.empty() && text.size() < 19 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits && std::stoll(text) > 0) return true;
+  err << "kforge: an evaluation id is a positive number (see `kforge jobs list --kind evaluate`), got '" << text << "'\n";
+  return false;
+}
 
 // The member `key` of `object`, or null (for objects from older servers, and nulls).
 json member(const json& object, const std::string& key) {
   return object.is_object() && object.contains(key) ? object[key] : json(nullptr);
-}
-
-// "42.0% [31.5, 52.0]": a rate and its 95% interval, in percent.
-std::string rate_with_interval(const json& metrics, const std::string& key) {
-  if (!member(metrics, key).is_number()) return "-";
-  std::string text = fmt_number(metrics[key].get<double>() * 100, 1) + "%";
-  const json interval = member(member(metrics, "intervals"), key);
-  if (interval.is_array() && interval.size() == 2)
-    text += " [" + fmt_number(interval[0].get<double>() * 100, 1) + ", " +
-            fmt_number(interval[1].get<double>() * 100, 1) + "]";
-  return text;
 }
 
 std::string percent(const json& value) {
@@ -54,8 +52,10 @@ int show_evaluation(const json& evaluation, std::ostream& out) {
       << " ops x " << metrics.value("samples_per_op", 0) << " samples, "
       << (metrics.value("timed", false) ? "timed" : "untimed") << "; 95% bootstrap intervals over ops\n";
   std::vector<std::vector<std::string>> rows;
-  auto add = [&](const std::string& label, const std::string& key) { rows.push_back({label, rate_with_interval(metrics, key)}); };
-  add("pass@1", "pass_at_1");
+  auto add = [&](const std::string& label, const std::string& key, const std::string& fallback = "") {
+    rows.push_back({label, rate_with_interval(metrics, key, fallback)});
+  };
+  add("pass@1", "pass_at_1", "fast_0");  // fast_0: evaluations stored before pass_at_1
   add("pass@" + std::to_string(metrics.value("k", 1)), "pass_at_k");
   add("compiles", "compile_rate");
   add("rule violations", "rule_violation_rate");
@@ -81,6 +81,7 @@ int show_evaluation(const json& evaluation, std::ostream& out) {
 }
 
 int eval_show(Client& client, const std::string& id, bool as_json, std::ostream& out, std::ostream& err) {
+  if (!valid_id(id, err)) return 2;
   auto resp = client.request("GET", "/v1/evaluations/" + id);
   if (resp.status != 200) return report_error(resp, err);
   json evaluation = json::parse(resp.body);
@@ -153,6 +154,7 @@ int eval_compare(const Flags& flags, Client& client, std::ostream& out, std::ost
     err << kEvalUsage;
     return 2;
   }
+  if (!valid_id(args[2], err) || !valid_id(args[3], err)) return 2;
   auto resp = client.request("GET", "/v1/evaluations/" + args[3] + "/compare?baseline=" + args[2]);
   if (resp.status != 200) return report_error(resp, err);
   json cmp = json::parse(resp.body);
@@ -196,6 +198,8 @@ int eval_command(const Flags& flags, Client& client, std::ostream& out, std::ost
   std::string sub = args.size() > 1 ? args[1] : "";
   if (sub == "start") return eval_start(flags, client, out, err);
   if (sub == "show" && args.size() == 3) return eval_show(client, args[2], flags.get_bool("json"), out, err);
+  if (args.size() == 2 && !sub.empty() && sub.find_first_not_of("0123456789") == std::string::npos)
+    return eval_show(client, sub, flags.get_bool("json"), out, err);  // `kforge eval 7`
   if (sub == "compare") return eval_compare(flags, client, out, err);
   err << kEvalUsage;
   return 2;

@@ -67,4 +67,16 @@ bool parse_assignment(const std::string& text, json* into, std::ostream& err) {
   return true;
 }
 
+std::string rate_with_interval(const json& metrics, const std::string& key, const std::string& fallback) {
+  if (!metrics.is_object()) return "-";
+  std::string found = metrics.contains(key) && metrics[key].is_number() ? key : fallback;
+  if (!metrics.contains(found) || !metrics[found].is_number()) return "-";
+  std::string text = fmt_number(metrics[found].get<double>() * 100, 1) + "%";
+  json intervals = metrics.value("intervals", json());
+  json interval = intervals.is_object() ? intervals.value(found, json()) : json();
+  if (interval.is_array() && interval.size() == 2 && interval[0].is_number() && interval[1].is_number())
+    text += " [" + fmt_number(interval[0].get<double>() * 100, 1) + ", " + fmt_number(interval[1].get<double>() * 100, 1) + "]";
+  return text;
+}
+
 }  // namespace kforge::cli

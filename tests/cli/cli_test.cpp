@@ -235,6 +235,24 @@ TEST(Cli, EvalStartShowAndCompare) {
   auto [usage_code, usage_out] = kforge_cli(server, "", {"eval", "compare", "1"});
   EXPECT_EQ(usage_code, 2);
   EXPECT_NE(usage_out.find("kforge eval compare BASELINE_ID ID"), std::string::npos) << usage_out;
+
+  // Unknown and malformed ids: the server's 404 detail, or a usage error before any request.
+  auto [short_code, short_out] = kforge_cli(server, "", {"eval", "2"});
+  EXPECT_EQ(short_code, 0) << short_out;
+  EXPECT_NE(short_out.find("evalme@2"), std::string::npos) << "`kforge eval ID` shows it: " << short_out;
+  auto [missing_code, missing_out] = kforge_cli(server, "", {"eval", "show", "99"});
+  EXPECT_EQ(missing_code, 1);
+  EXPECT_NE(missing_out.find("404 Not Found: no evaluation 99"), std::string::npos) << missing_out;
+  auto [missing_base_code, missing_base_out] = kforge_cli(server, "", {"eval", "compare", "99", "2"});
+  EXPECT_EQ(missing_base_code, 1);
+  EXPECT_NE(missing_base_out.find("no evaluation 99 (the baseline)"), std::string::npos) << missing_base_out;
+  auto [missing_other_code, missing_other_out] = kforge_cli(server, "", {"eval", "compare", "1", "98"});
+  EXPECT_EQ(missing_other_code, 1);
+  EXPECT_NE(missing_other_out.find("no evaluation 98"), std::string::npos) << missing_other_out;
+  auto [bad_id_code, bad_id_out] = kforge_cli(server, "", {"eval", "compare", "1", "two"});
+  EXPECT_EQ(bad_id_code, 2);
+  EXPECT_NE(bad_id_out.find("an evaluation id is a positive number"), std::string::npos) << bad_id_out;
+  EXPECT_NE(bad_id_out.find("got 'two'"), std::string::npos) << bad_id_out;
 }
 
 // The ops leaderboard ranks PyTorch eager above a kernel that is slower than it.
