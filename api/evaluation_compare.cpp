@@ -1,4 +1,5 @@
-// Evaluation comparison; see evaluation_compare.h. Test: ctest -R cli_test (EvalStartShowAndCompare).
+// Evaluation comparison (GET /v1/evaluations/{id}/compare): per-op deltas and paired
+// bootstrap intervals; see evaluation_compare.h. Test: ctest -R cli_test (EvalStartShowAndCompare).
 #include "api/evaluation_compare.h"
 
 #include <map>

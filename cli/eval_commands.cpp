@@ -1,4 +1,5 @@
-// `kforge eval start|show|compare`; see eval_commands.h. Test: ctest -R cli_test.
+// `kforge eval start|show|compare` and `kforge eval ID`: queue, follow, print and compare
+// evaluations over the REST API; see eval_commands.h. Test: ctest -R cli_test.
 #include "cli/eval_commands.h"
 
 #include <chrono>

@@ -1,4 +1,5 @@
-// Bootstrap intervals; see stats.h. Test: ctest -R common_stats_test.
+// Seeded percentile-bootstrap intervals over ops and paired comparisons of two runs;
+// see stats.h. Test: ctest -R common_stats_test.
 #include "common/stats.h"
 
 #include <algorithm>
