@@ -98,6 +98,8 @@ std::string eval_summary_to_json(const EvalSummary& s) {
             {"fast_p", by_threshold(s.fast_p)},
             {"fast_p_vs_compile", by_threshold(s.fast_p_compile)},
             {"fast_1_vs_compile", compile_measured ? Json(s.fast_p_compile[1]) : Json(nullptr)},
+            {"fast_1_5_vs_compile", compile_measured ? Json(s.fast_p_compile[2]) : Json(nullptr)},
+            {"fast_2_vs_compile", compile_measured ? Json(s.fast_p_compile[3]) : Json(nullptr)},
             {"rule_violation_rate", s.rule_violation_rate},
             {"geomean_speedup", s.geomean_speedup},
             {"ops_with_correct", s.ops_with_correct},

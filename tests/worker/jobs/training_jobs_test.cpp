@@ -109,9 +109,11 @@ int max_metric_step(const std::string& database_url, int64_t job_id) {
   return rows.empty() ? 0 : rows.back().step;
 }
 
-std::pair<int, std::string> kforge_cli(const kforge::test::ApiServer& server, const std::vector<std::string>& args) {
+// The real `kforge` binary against the test server; `token` for commands that need a scope.
+std::pair<int, std::string> kforge_cli(const kforge::test::ApiServer& server, const std::vector<std::string>& args,
+                                       const std::string& token = "") {
   std::vector<std::string> argv = {"env", "KFORGE_URL=http://127.0.0.1:" + std::to_string(server.port),
-                                   kforge::test::bin_path("kforge")};
+                                   "KFORGE_TOKEN=" + token, kforge::test::bin_path("kforge")};
   argv.insert(argv.end(), args.begin(), args.end());
   return kforge::run_command(argv);
 }
@@ -280,7 +282,8 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
   auto [start_code, start_out] =
       kforge_cli(server, {"eval", "start", "kforge-micro@2", "heldout", "samples=2", "limit_ops=2", "max_new_tokens=24",
                           "time_kernels=0", "check_trials=1", "max_check_elements=4096", "--wait", "--poll-s", "0.5",
-                          "--timeout-s", "300"});
+                          "--timeout-s", "300"},
+                 server.submit);
   worker.signal(SIGTERM);
   worker.wait_for(30s);
   ASSERT_EQ(start_code, 0) << start_out;
