@@ -158,14 +158,19 @@ def leaderboard_renders_api_rows(b):
     check(len(rows) >= 10, f"the seed should give at least 10 leaderboard rows, the API has {len(rows)}")
     b.open("/")
     page_ready(b, "section table tbody tr", message="no leaderboard rows rendered")
-    cells = b.js("return [...document.querySelectorAll('section table tbody tr')].map(tr => tr.cells[0].textContent + '|' + tr.cells[6].textContent)")
+    # Cells by header name, so a new column does not shift what is read.
+    column = """const table = arguments[0].closest('table');
+      const idx = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.startsWith(arguments[1]));
+      return idx < 0 ? null : arguments[0].cells[idx].textContent;"""
+    body_rows = b.css("section table tbody tr")
+    cells = [f"{b.js(column, tr, 'Op')}|{b.js(column, tr, 'Device')}" for tr in body_rows]
     want = {f"{r['op_name']}|{r['device']}" for r in rows}
     check(want == set(cells), f"page rows differ from the API: missing {sorted(want - set(cells))}, extra {sorted(set(cells) - want)}")
     headings = [h.text for h in b.css("main h2")]
     check(any("Level 1" in h for h in headings) and any("Level 2" in h for h in headings)
           and any("without a suite level" in h for h in headings), f"ops are not grouped by level: {headings}")
     check("not measured" in b.css("main")[0].text, "vs torch.compile should say 'not measured' when the API has no value")
-    winners = b.js("return [...document.querySelectorAll('section table tbody tr')].map(tr => tr.cells[tr.cells.length - 1].textContent)")
+    winners = [b.js(column, tr, "Winner") for tr in body_rows]
     want_winners = sorted("PyTorch eager (use it)" if r["eager_wins"] else "kernel" for r in rows)
     check(sorted(winners) == want_winners, f"the winner column differs from the API: {sorted(winners)} vs {want_winners}")
     best = max(rows, key=lambda r: r["speedup"])

@@ -120,13 +120,13 @@ function make_table(title) {
     { key: 'op_name', label: 'Op', cell: (r) => link(`#/ops/${r.op_id}`, r.op_name) },
     { key: 'speedup', label: 'vs eager', numeric: true, cell: (r) => h('strong', {}, speedup(r.speedup)) },
     { key: 'speedup_vs_compile', label: 'vs torch.compile', numeric: true, cell: compile_cell },
+    { key: 'winner', label: 'Winner', cell: winner_cell },
     { key: 'kernel_ms', label: 'Kernel', numeric: true, cell: (r) => ms(r.kernel_ms) },
     { key: 'baseline_ms', label: 'Eager', numeric: true, cell: (r) => ms(r.baseline_ms) },
     { key: 'target', label: 'Target' },
     { key: 'device', label: 'Device' },
     { key: 'generator', label: 'Generator', cell: (r) => r.generator || h('span', { class: 'muted' }, 'unknown') },
     { key: 'created_at', label: 'Checked', cell: (r) => time(r.created_at) },
-    { key: 'winner', label: 'Winner', cell: winner_cell },
   ], { sort_key: 'speedup', descending: true });
 }
 
