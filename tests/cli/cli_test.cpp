@@ -79,7 +79,9 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
         c.baseline_ms = 1.0;
         c.speedup = 2.0;
         kforge::db::candidate_insert(*conn, c);
-        kforge::db::job_complete(*conn, kforge::db::job_lease(jobs[0]), R"({"best_speedup": 2.0})");
+        // The result's message (the worker's note when eager wins or every kernel is flagged) is printed first.
+        kforge::db::job_complete(*conn, kforge::db::job_lease(jobs[0]),
+                                 R"({"best_speedup": 2.0, "message": "a note from the worker"})");
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -91,6 +93,7 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
   EXPECT_EQ(wait_code, 0) << wait_out;
   EXPECT_NE(wait_out.find("candidates"), std::string::npos) << "progress bar: " << wait_out;
   EXPECT_NE(wait_out.find("speedup 2.00x"), std::string::npos) << wait_out;
+  EXPECT_LT(wait_out.find("a note from the worker\nbest kernel:"), wait_out.find("speedup 2.00x")) << wait_out;
   EXPECT_NE(wait_out.find("__kernel void silu_mul"), std::string::npos) << wait_out;
 
   auto [train_code, train_out] =
