@@ -225,6 +225,13 @@ def op_page_shows_reference_best_kernel_and_candidates(b):
            "the copy button did nothing")
     b.screenshot("op", tall=1400)
     b.collect_console("op")
+    # scaled_tanh's kernel on the slow box runs at 0.2x eager: its per-device row names eager.
+    b.open("/ops/7")
+    page_ready(b, "figure.code.best", message="no best kernel on op 7's page")
+    b.wait(lambda d: any("pthread-slow-box" in tr.text and "PyTorch eager (use it)" in tr.text
+                         for tr in d.find_elements(By.CSS_SELECTOR, "table tbody tr")), 20,
+           "the per-device table does not name PyTorch eager the winner on the slow box")
+    b.collect_console("op 7")
 
 
 def training_page_draws_charts(b):

@@ -5,7 +5,7 @@
 // by their latest evaluation (pass@1 with its 95% interval, fast_p, rule violations).
 // Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
-import { h, notice, error_text, page_header, sortable_table, speedup, ms, percent, time, link } from '../dom.js';
+import { h, notice, error_text, page_header, sortable_table, speedup, ms, percent, time, link, winner } from '../dom.js';
 
 const LEVEL_NAMES = { 1: 'Level 1 · single ops', 2: 'Level 2 · fusions' };
 const POLL_MS = 30000;
@@ -32,14 +32,6 @@ function geomean(values) {
   const good = values.filter((v) => typeof v === 'number' && v > 0);
   if (!good.length) return null;
   return Math.exp(good.reduce((s, v) => s + Math.log(v), 0) / good.length);
-}
-
-// Who wins the op: the kernel, or PyTorch eager / torch.compile when they are faster.
-const WINNER_TEXT = { kernel: 'kernel', pytorch_eager: 'PyTorch eager', torch_compile: 'torch.compile' };
-function winner_cell(row) {
-  if (!row.winner) return h('span', { class: 'muted' }, 'not timed');
-  if (row.winner === 'kernel') return 'kernel';
-  return h('strong', { class: 'eager-wins', title: row.verdict || '' }, `${WINNER_TEXT[row.winner] || row.winner} (use it)`);
 }
 
 function compile_cell(row) {
@@ -120,7 +112,7 @@ function make_table(title) {
     { key: 'op_name', label: 'Op', cell: (r) => link(`#/ops/${r.op_id}`, r.op_name) },
     { key: 'speedup', label: 'vs eager', numeric: true, cell: (r) => h('strong', {}, speedup(r.speedup)) },
     { key: 'speedup_vs_compile', label: 'vs torch.compile', numeric: true, cell: compile_cell },
-    { key: 'winner', label: 'Winner', cell: winner_cell },
+    { key: 'winner', label: 'Winner', cell: winner },
     { key: 'kernel_ms', label: 'Kernel', numeric: true, cell: (r) => ms(r.kernel_ms) },
     { key: 'baseline_ms', label: 'Eager', numeric: true, cell: (r) => ms(r.baseline_ms) },
     { key: 'target', label: 'Target' },
