@@ -230,6 +230,9 @@ TEST(Cli, EvalStartShowAndCompare) {
   EXPECT_NE(cmp_out.find("difference includes 0; intervals overlap"), std::string::npos) << cmp_out;
   EXPECT_NE(cmp_out.find("only in the baseline: [\"only_before\"]"), std::string::npos) << cmp_out;
   EXPECT_NE(cmp_out.find("softmax"), std::string::npos) << cmp_out;
+  auto [cmp_json_code, cmp_json_out] = kforge_cli(server, "", {"eval", "compare", "1", "2", "--json"});
+  ASSERT_EQ(cmp_json_code, 0) << cmp_json_out;
+  EXPECT_EQ(json::parse(cmp_json_out), cmp) << "--json prints the server's comparison as it is";
 
   EXPECT_EQ(server.get("/v1/evaluations/2/compare").status, 400);
   EXPECT_EQ(server.get("/v1/evaluations/2/compare?baseline=x").status, 400);
