@@ -17,7 +17,8 @@ parser.add_argument("call_dir")
 parser.add_argument("--command", required=True, help="the device command that produced CALL_DIR")
 parser.add_argument("--section", choices=["harness", "teacher"], default="harness")
 parser.add_argument("--suffix", required=True, help="names the copied raw files: <file>_<suffix>.json")
-parser.add_argument("--notes", help="replaces harness.notes: how to read the new numbers")
+parser.add_argument("--notes", help="how to read the new numbers (replaces <section>.<note-key>)")
+parser.add_argument("--note-key", default="notes")
 parser.add_argument("--results", default="bench/results/gpu.json")
 parser.add_argument("--raw-dir", default="bench/results/gpu_2026_11_24")
 args = parser.parse_args()
@@ -35,10 +36,10 @@ if args.section == "harness":
         previous["command"] = results.get("command")
         harness.setdefault("previous", []).append(previous)
     harness.update(fresh)
-    harness["command"] = args.command
+    harness["command" if args.note_key == "notes" else args.note_key.replace("notes", "command")] = args.command
     if args.notes:
-        harness["notes"] = args.notes
-    raw = ("harness.json", "timing.json")
+        harness[args.note_key] = args.notes
+    raw = ("harness.json", "timing.json", "adversarial.json")
 else:
     teacher = results.setdefault("teacher", {})
     levels = [key for key in fresh if key.startswith("level")]
