@@ -43,6 +43,11 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
 std::string real_path(const std::string& path) {
   char* resolved = ::realpath(path.c_str(), nullptr);
   if (!resolved) return path;
@@ -67,7 +72,10 @@ bool passes_through(const std::string& name) {
   static const std::vector<std::string> names = {
       "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",        "CUDA_PATH",          "TRITON_INTERPRET",
       "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "KFORGE_RUNNER_DEBUG", "PYTHONPATH",      "OMP_NUM_THREADS",
-      "KFORGE_LOG_LEVEL", "NVIDIA_TF32_OVERRIDE", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST"};
+      "KFORGE_LOG_LEVEL", "NVIDIA_TF32_OVERRIDE", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST",
+      // The OpenCL ICD loader's own search path: a host that registers its GPU's
+      // platform there (a container's driver under /usr/local/nvidia) has no other.
+      "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "OPENCL_VENDOR_PATH"};
   if (std::find(names.begin(), names.end(), name) != names.end()) return true;
   return name.rfind("POCL_", 0) == 0 && name != "POCL_CACHE_DIR";
 }
@@ -213,6 +221,13 @@ SandboxPolicy make_sandbox_policy(SandboxKind kind, const std::vector<std::strin
   }
   for (const auto& dir : split(env_or("LD_LIBRARY_PATH", ""), ':')) extra.push_back(real_path(dir));
   for (const auto& dir : split(env_or("KFORGE_SANDBOX_READ_ONLY", ""), ':')) extra.push_back(real_path(dir));
+  // The ICD files the loader is pointed at, and the folders they sit in (OCL_ICD_VENDORS
+  // is a folder or a file; OCL_ICD_FILENAMES a list of libraries).
+  for (const char* name : {"OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"})
+    for (const auto& path : split(env_or(name, ""), ':'))
+      if (!path.empty()) extra.push_back(is_directory(path) ? real_path(path) : dir_of(real_path(path)));
+  for (const auto& library : split(env_or("OCL_ICD_FILENAMES", ""), ':'))
+    if (!library.empty() && library.find('/') != std::string::npos) extra.push_back(dir_of(real_path(library)));
   for (auto& path : minimal_roots(extra)) {
     bool covered = false;
     for (const auto& system : read_only) covered = covered || under(path, system);

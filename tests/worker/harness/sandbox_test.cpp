@@ -225,6 +225,23 @@ TEST(Sandbox, ChildSeesNoEnvironmentVariableOfTheWorker) {
   EXPECT_EQ(seen, expected);
 }
 
+// A host whose GPU's OpenCL platform is registered through the ICD loader's variables (a
+// container's driver outside /etc/OpenCL/vendors) still shows it to a jailed GPU child:
+// the variable passes through and the folder it names is in the child's view.
+TEST(Sandbox, GpuChildSeesTheIcdFolderTheLoaderIsPointedAt) {
+  auto folder = std::filesystem::temp_directory_path() / ("kforge-icd-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "vendor.icd") << "libvendor-opencl.so.1\n";
+  ScopedEnv env({{"OCL_ICD_VENDORS", folder.string()}});
+  auto child = run_to_end({"/bin/sh", "-c", "echo \"dir=$OCL_ICD_VENDORS\"; cat \"$OCL_ICD_VENDORS/vendor.icd\""},
+                          SandboxKind::kernel_gpu);
+  ASSERT_TRUE(child);
+  std::string out = child->stdout_tail(1 << 16);
+  EXPECT_NE(out.find("dir=" + folder.string()), std::string::npos) << out;
+  EXPECT_NE(out.find("libvendor-opencl.so.1"), std::string::npos) << "the ICD file is hidden: " << out;
+  std::filesystem::remove_all(folder);
+}
+
 TEST(Sandbox, ChildCannotWriteHostFilesOrSeeOtherProcesses) {
   auto marker = std::filesystem::temp_directory_path() / ("kforge-escape-" + std::to_string(::getpid()));
   std::filesystem::remove(marker);
