@@ -143,6 +143,8 @@ stage_harness() {
 
 stage_jaildiag() {
   local layer
+  log "jaildiag: OpenCL loader variables: $(env | grep -E '^(OCL_ICD|OPENCL_VENDOR)' | tr '\n' ' ')"
+  log "jaildiag: /etc/OpenCL/vendors: $(ls -l /etc/OpenCL/vendors 2>&1 | tr '\n' ' ')"
   for layer in none env user network filesystem seccomp limits all; do
     local disable=$layer
     [ "$layer" = none ] && disable=
