@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/jit.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,11 +45,13 @@ Imported import(const std::string& name) {
   return {status, out};
 }
 
-// Inputs per the op's declared shapes and dists, as the harness would make them.
-std::vector<c10::IValue> make_inputs(const json& op) {
+// Inputs per the op's declared shapes (or one of its extra_shapes entries) and dists,
+// as the harness would make them.
+std::vector<c10::IValue> make_inputs(const json& op, const json& shapes = json()) {
   std::vector<c10::IValue> args;
   for (const auto& input : op["inputs"]) {
-    auto shape = input["shape"].get<std::vector<int64_t>>();
+    auto shape = (shapes.is_object() ? shapes[input["name"].get<std::string>()] : input["shape"])
+                     .get<std::vector<int64_t>>();
     const json& dist = input["dist"];
     if (dist.is_object() && dist.contains("randint"))
       args.emplace_back(at::randint(dist["randint"][0].get<int64_t>(), dist["randint"][1].get<int64_t>(), shape,
@@ -59,9 +62,15 @@ std::vector<c10::IValue> make_inputs(const json& op) {
   return args;
 }
 
-at::Tensor run_op(const json& op) {
+at::Tensor run_op(const json& op, const json& shapes = json()) {
   auto unit = torch::jit::compile(op["source"].get<std::string>());
-  return unit->get_function("forward")(make_inputs(op)).toTensor();
+  return unit->get_function("forward")(make_inputs(op, shapes)).toTensor();
+}
+
+std::vector<std::string> input_names(const json& op) {
+  std::vector<std::string> names;
+  for (const auto& input : op["inputs"]) names.push_back(input["name"]);
+  return names;
 }
 
 class ImportKernelBench : public ::testing::Test {
@@ -135,10 +144,70 @@ TEST_F(ImportKernelBench, RefusesWhatItCannotConvertWithAReason) {
     const char* reason;
   };
   for (auto c : {Case{"bad_control_flow", "control flow"}, Case{"bad_module", "LSTM"},
-                 Case{"bad_scalar_input", "get_inputs()[1] is a int"}, Case{"bad_missing", "lacks get_init_inputs"}}) {
+                 Case{"bad_list_input", "get_inputs()[1] is a list"}, Case{"bad_missing", "lacks get_init_inputs"}}) {
     auto result = import(c.name);
     EXPECT_EQ(result.status, 2) << c.name << ": " << result.output;
     EXPECT_NE(result.output.find(c.reason), std::string::npos) << c.name << ": " << result.output;
     EXPECT_EQ(result.output.find("Traceback"), std::string::npos) << c.name << " leaked a traceback";
   }
+}
+
+TEST_F(ImportKernelBench, ScalarInputsBecomeConstants) {
+  auto result = import("scalar_input");
+  ASSERT_EQ(result.status, 0) << result.output;
+  json op = json::parse(result.output);
+  std::string source = op["source"];
+  EXPECT_EQ(input_names(op), std::vector<std::string>{"x"}) << "n and scale are not op inputs";
+  EXPECT_NE(source.find("(x * 3)"), std::string::npos) << source;
+  EXPECT_NE(source.find("0.5"), std::string::npos) << source;
+  EXPECT_EQ(run_op(op).sizes().vec(), (std::vector<int64_t>{4, 4}));
+}
+
+// Two 1 GiB inputs and a 4 GiB result: traced on meta tensors, the op keeps the real
+// shapes; the checkable small scale comes back as extra_shapes, where the op runs here.
+TEST_F(ImportKernelBench, GpuSizedProblemKeepsRealShapesAndTransposeAttribute) {
+  auto result = import("gpu_sized_transpose_matmul");
+  ASSERT_EQ(result.status, 0) << result.output;
+  json op = json::parse(result.output);
+  EXPECT_NE(op["source"].get<std::string>().find("A.t()"), std::string::npos) << op["source"];
+  EXPECT_EQ(op["inputs"][0]["shape"], json({16384, 16384}));
+  EXPECT_EQ(op["inputs"][1]["shape"], json({16384, 16384}));
+  ASSERT_FALSE(op["extra_shapes"].empty());
+  const json& small = op["extra_shapes"][0];
+  EXPECT_LT(small["A"][0].get<int64_t>() * small["A"][1].get<int64_t>(), int64_t{1} << 21);
+  auto out = run_op(op, small);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{small["A"][1].get<int64_t>(), small["B"][1].get<int64_t>()}));
+  EXPECT_GE(out.min().item<float>(), 0.0f) << "relu output";
+}
+
+TEST_F(ImportKernelBench, ConvBatchNormPoolingAndDropoutConvert) {
+  auto result = import("conv_bn_pool");
+  ASSERT_EQ(result.status, 0) << result.output;
+  json op = json::parse(result.output);
+  std::string source = op["source"];
+  for (const char* call : {"torch.conv2d(x, conv_weight, conv_bias, [1, 1], [1, 1], [1, 1], 1)",
+                           "torch.batch_norm(conv, bn_weight, bn_bias, None, None, True", "torch.hardswish(",
+                           "torch.max_pool2d(", "torch.adaptive_avg_pool2d(pool, [1, 1])"})
+    EXPECT_NE(source.find(call), std::string::npos) << call << " in " << source;
+  EXPECT_EQ(source.find("dropout"), std::string::npos) << "dropout is the identity: " << source;
+  EXPECT_EQ(input_names(op), (std::vector<std::string>{"x", "conv_weight", "conv_bias", "bn_weight", "bn_bias"}));
+  // Conv2d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = 3 * 3 * 3.
+  EXPECT_NEAR(op["inputs"][1]["dist"]["uniform"][1].get<double>(), 1.0 / std::sqrt(27.0), 1e-5);
+  auto out = run_op(op);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{128, 16}));
+}
+
+TEST_F(ImportKernelBench, TransposedConvInstanceAndGroupNormAvgPoolConvert) {
+  auto result = import("norms_transposed_conv");
+  ASSERT_EQ(result.status, 0) << result.output;
+  json op = json::parse(result.output);
+  std::string source = op["source"];
+  for (const char* call : {"torch.conv_transpose3d(x, up_weight, up_bias, [2, 2, 2], [1, 1, 1], [1, 1, 1], 1",
+                           "torch.instance_norm(up, inorm_weight, inorm_bias", "torch.group_norm(inorm, 4,",
+                           "torch.avg_pool3d(gnorm, [2, 2, 2]"})
+    EXPECT_NE(source.find(call), std::string::npos) << call << " in " << source;
+  // Transposed conv: fan_in = weight.shape[1] * 27 = 16 * 27 (torch.nn.init's rule).
+  EXPECT_NEAR(op["inputs"][1]["dist"]["uniform"][1].get<double>(), 1.0 / std::sqrt(16.0 * 27.0), 1e-5);
+  auto out = run_op(op);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{4, 16, 6, 10, 10}));
 }
