@@ -439,6 +439,7 @@ class Instance:
 
     def __init__(self, path, code, overrides=None, meta=False, seed=0):
         ns = load_problem(path, code, overrides)
+        self.meta = meta
         torch.manual_seed(seed)
         context = MetaFactories() if meta else contextlib.nullcontext()
         with context:
@@ -488,6 +489,7 @@ def trace(instance):
         if node.op == "call_function" and node.target is torch._assert:
             traced.graph.erase_node(node)
     traced.graph.eliminate_dead_code()
+    instance.largest = largest_value(traced, instance) if instance.meta else None
     emitter = Emitter(instance.model)
     arg_names, result = emitter.emit(traced.graph, instance.constants)
     if len(arg_names) + len(emitter.constant_inputs) != len(instance.inputs):
@@ -497,6 +499,21 @@ def trace(instance):
     signature = ", ".join(f"{n}: Tensor" for n in all_names)
     source = f"def forward({signature}) -> Tensor:\n" + "\n".join(emitter.lines) + f"\n    return {result}\n"
     return source, arg_names, emitter
+
+
+def largest_value(traced, instance):
+    """Elements of the largest tensor forward makes (its output or an intermediate),
+    propagated on the meta tensors; 0 when an op has no meta kernel."""
+    from torch.fx.passes.shape_prop import ShapeProp
+    traced.recompile()
+    try:
+        with torch.no_grad():
+            ShapeProp(traced).propagate(*instance.inputs)
+    except Exception:
+        return 0
+    sizes = [node.meta["tensor_meta"].shape for node in traced.graph.nodes
+             if isinstance(node.meta.get("tensor_meta"), torch.fx.passes.shape_prop.TensorMetadata)]
+    return max((math.prod(size) for size in sizes), default=0)
 
 
 def fit_sizes(path, code, fits):
@@ -539,7 +556,10 @@ def convert(path, name=None, level=None, seed=0, max_input_elements=OP_MAX_INPUT
     full = fit_sizes(path, code, lambda inst, params: max(inst.elements(params), default=0) <= max_input_elements)
     real = Instance(path, code, full, meta=True, seed=seed)
     source, arg_names, emitter = trace(real)
-    small_sizes = fit_sizes(path, code, lambda inst, params: sum(inst.elements(params)) <= check_elements)
+    # The check also bounds what forward makes: 32768 x 32 @ 32 x 32768 is 2^21 input
+    # elements but a 4 GiB product.
+    small_sizes = fit_sizes(path, code, lambda inst, params: sum(inst.elements(params)) <= check_elements
+                            and (inst.largest or 0) <= 4 * check_elements)
     small = Instance(path, code, small_sizes, seed=seed)
     small_source, small_args, small_emitter = trace(small)
     if shape_skeleton(small_source) != shape_skeleton(source) or small_args != arg_names:
