@@ -149,3 +149,29 @@ TEST(GenerateJob, MissingOpFailsWithoutRetry) {
   EXPECT_EQ(job->attempt, 1);
   EXPECT_NE(job->errors_json.find("does not exist"), std::string::npos) << job->errors_json;
 }
+
+// An op the teacher cannot lower (no trained model, so the teacher is the only source):
+// the generation fails, not "succeeded with no correct kernel among 0 candidates", and its
+// error names the teacher's refusal.
+TEST(GenerateJob, NoCandidateAtAllFailsWithTheTeachersReason) {
+  KFORGE_REQUIRE_DB();
+  kforge::test::ApiServer server;
+  json request = {{"op", json::parse(kforge::test::sample_op("tril_e2e", "torch.tril(x) + y"))},
+                  {"samples", 2},
+                  {"time_budget_s", 60}};
+  auto created = server.post("/v1/generations", request.dump(), server.submit);
+  ASSERT_EQ(created.status, 202) << created.body;
+  int64_t id = json::parse(created.body)["id"].get<int64_t>();
+  auto worker = kforge::Subprocess::spawn({kforge::test::bin_path("kforge-worker"), "--database-url",
+                                           server.database.url(), "--poll-s", "0.5"},
+                                          {}, "/tmp/kforge-test-generate-none-worker.log");
+  json done = wait_finished(server, id, 120s);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_EQ(done.value("status", ""), "failed") << done.dump(2);
+  std::string message = done["error"].value("message", "");
+  EXPECT_NE(message.find("no kernel could be produced"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot lower this op: aten::tril"), std::string::npos) << message;
+  EXPECT_EQ(message.find("among 0"), std::string::npos) << message;
+  EXPECT_EQ(done["candidates"].value("total", -1), 0) << done.dump(2);
+}
