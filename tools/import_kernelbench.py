@@ -42,6 +42,8 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 # Tensor attributes (fx records `x.T` as getattr(x, "T")) as TorchScript expressions.
 TENSOR_ATTRS = {"shape": "{}.size()", "T": "{}.t()", "mT": "{}.transpose(-2, -1)", "ndim": "{}.dim()",
                 "dtype": "{}.dtype", "device": "{}.device"}
+# Keyword arguments dropped when None (their builtin default, or not optional in the builtin).
+NONE_KWARGS = {"out", "dtype", "layout", "device", "memory_format", "generator"}
 # Keyword arguments of torch.nn.functional that aten builtins do not take.
 DROP_KWARGS = {"inplace", "_stacklevel"}
 # Dropout is taken as the identity (its eval form): a random mask cannot be verified.
@@ -138,9 +140,31 @@ class Emitter:
                      module.startswith("torch._C") or module == "torch.functional"):
             if name.startswith("_"):
                 raise ConvertError(f"forward calls private function {module}.{name}")
-            kwargs = {k: v for k, v in node.kwargs.items() if not (v is None and module.startswith("torch.nn"))}
+            kwargs = {k: v for k, v in node.kwargs.items()
+                      if not (v is None and (module.startswith("torch.nn") or k in NONE_KWARGS))}
+            if name == "norm":
+                return self.norm_call(node, kwargs)
             return self.call(f"torch.{name}", node.args, kwargs)
         raise ConvertError(f"forward calls {module}.{name or target}, which has no TorchScript builtin")
+
+    def norm_call(self, node, kwargs):
+        """torch.norm is a Python function; its TorchScript builtin (aten::norm) takes a
+        numeric p and a dim list: 'fro' is p=2, and dim=None is every dim (the rank comes
+        from shape propagation)."""
+        params = dict(zip(("input", "p", "dim", "keepdim"), node.args))
+        params.update(kwargs)
+        p, dim = params.get("p", "fro"), params.get("dim")
+        if p == "fro":
+            p = 2
+        if not isinstance(p, (int, float)) or isinstance(p, bool):
+            raise ConvertError(f"torch.norm with p={p!r} has no TorchScript builtin")
+        if dim is None:
+            meta = params["input"].meta.get("tensor_meta") if isinstance(params["input"], torch.fx.Node) else None
+            if meta is None:
+                raise ConvertError("torch.norm over every dim of a tensor whose rank is unknown")
+            dim = list(range(len(meta.shape)))
+        dim = [dim] if isinstance(dim, int) else list(dim)
+        return self.call("torch.norm", [params["input"], p, dim, bool(params.get("keepdim", False))], {})
 
     def init_uniform(self, names, weight_shape):
         """Linear and the conv family draw weight and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
@@ -489,7 +513,7 @@ def trace(instance):
         if node.op == "call_function" and node.target is torch._assert:
             traced.graph.erase_node(node)
     traced.graph.eliminate_dead_code()
-    instance.largest = largest_value(traced, instance) if instance.meta else None
+    instance.largest = largest_value(traced, instance)  # also leaves node.meta["tensor_meta"] for norm_call
     emitter = Emitter(instance.model)
     arg_names, result = emitter.emit(traced.graph, instance.constants)
     if len(arg_names) + len(emitter.constant_inputs) != len(instance.inputs):
