@@ -14,6 +14,7 @@ import argparse
 import collections
 import concurrent.futures
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -36,6 +37,8 @@ def run(cmd, timeout, memory_gib=None):
                               preexec_fn=limit if memory_gib else None)
     except subprocess.TimeoutExpired:
         return 124, "", f"timed out after {timeout} s"
+    except OSError as exc:  # e.g. the binary is being relinked
+        return 127, "", f"cannot run {cmd[0]}: {exc.strerror}"
     if proc.returncode < 0 and not proc.stderr.strip():
         return proc.returncode, proc.stdout, f"killed by signal {-proc.returncode}"
     return proc.returncode, proc.stdout, proc.stderr
@@ -91,9 +94,32 @@ def lowering_reason(stderr):
     return re.sub(r"'[^']*'|\b\d+\b", lambda m: "'_'" if m.group(0).startswith("'") else "#", line)[:120]
 
 
+def import_key(path):
+    """The importer's and the problem's text: an import is redone only when either changed."""
+    digest = hashlib.sha256()
+    for source in (IMPORTER, path):
+        with open(source, "rb") as file:
+            digest.update(file.read())
+    return digest.hexdigest()
+
+
 def import_problem(path, level, ops_dir, timeout, python, memory_gib):
     name = os.path.splitext(os.path.basename(path))[0]
     op_path = os.path.join(ops_dir, f"level{level}", f"{name}.json")
+    cached_path = os.path.join(ops_dir, f"level{level}", f"{name}.import.json")
+    key = import_key(path)
+    if os.path.exists(cached_path):
+        with open(cached_path) as file:
+            cached = json.load(file)
+        if cached.get("key") == key and (not cached["row"]["imported"] or os.path.exists(op_path)):
+            return dict(cached["row"])
+    row = fresh_import(path, level, op_path, timeout, python, memory_gib, name)
+    with open(cached_path, "w") as file:
+        json.dump({"key": key, "row": row}, file)
+    return dict(row)
+
+
+def fresh_import(path, level, op_path, timeout, python, memory_gib, name):
     started = time.time()
     rc, out, err = run([python, IMPORTER, path, "-o", op_path, "--level", str(level)], timeout, memory_gib)
     row = {"problem": name, "level": level, "import_s": round(time.time() - started, 1)}
@@ -240,18 +266,26 @@ def main(argv=None):
 
     command = "python3 bench/kernelbench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
     rows = []
+    env = environment(args)
+
+    def save():  # after every problem: a run cut short keeps what it measured
+        result = {"command": command, "environment": env,
+                  "target": args.target if args.lower else None, "device": args.device if args.check else None,
+                  "checked": args.check, "complete": len(rows) == len(work)}
+        for level in levels:
+            result[f"level{level}"] = summarize([r for r in rows if r["level"] == level], args.check)
+        result["rows"] = rows
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as file:
+            json.dump(result, file, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+        return result
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for row in pool.map(one, work):
             rows.append(row)
-    result = {"command": command, "environment": environment(args),
-              "target": args.target if args.lower else None, "device": args.device if args.check else None,
-              "checked": args.check}
-    for level in levels:
-        result[f"level{level}"] = summarize([r for r in rows if r["level"] == level], args.check)
-    result["rows"] = rows
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as file:
-        json.dump(result, file, indent=1)
+            save()
+    result = save()
     for level in levels:
         s = result[f"level{level}"]
         print(f"level{level}: problems {s['problems']} imported {s['imported']} lowered {s['lowered']} "
