@@ -1,11 +1,16 @@
 // tools/import_kernelbench.py on KernelBench-format fixtures (tests/tools/problems/):
 // good problems become ops whose source libtorch's C++ frontend compiles and runs,
-// bad ones exit 2 with a message naming the problem. Run: ctest -R tools_import.
+// bad ones exit 2 with a message naming the problem; bench/kernelbench/run.py tallies a
+// level of them. Run: ctest -R tools_import.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/jit.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -210,4 +215,53 @@ TEST_F(ImportKernelBench, TransposedConvInstanceAndGroupNormAvgPoolConvert) {
   EXPECT_NEAR(op["inputs"][1]["dist"]["uniform"][1].get<double>(), 1.0 / std::sqrt(16.0 * 27.0), 1e-5);
   auto out = run_op(op);
   EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{4, 16, 6, 10, 10}));
+}
+
+// bench/kernelbench/run.py over a level made of this folder's fixtures: counts, the tallied
+// refusal and lowering reasons, and the per-problem import cache on a second run.
+TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("kforge-kb-run-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "KernelBench" / "level1");
+  int number = 1;
+  for (const char* name : {"linear_relu", "conv_bn_pool", "bad_module", "bad_list_input"})
+    fs::copy_file(problem(name), root / "KernelBench" / "level1" / (std::to_string(number++) + "_" + name + ".py"));
+  std::vector<std::string> cmd = {python_with_torch(),
+                                  std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py",
+                                  "--kernelbench",
+                                  root.string(),
+                                  "--levels",
+                                  "1",
+                                  "--lower",
+                                  "--bin",
+                                  KFORGE_BIN_DIR,
+                                  "--work",
+                                  (root / "work").string(),
+                                  "--out",
+                                  (root / "out.json").string()};
+  auto [status, out] = kforge::run_command(cmd);
+  ASSERT_EQ(status, 0) << out;
+  std::ifstream in(root / "out.json");
+  json result = json::parse(in);
+  const json& level = result["level1"];
+  EXPECT_EQ(level["problems"], 4);
+  EXPECT_EQ(level["imported"], 2) << level.dump(1);
+  EXPECT_EQ(level["lowered"], 1) << "linear_relu lowers; conv2d has no teacher lowering: " << level.dump(1);
+  EXPECT_EQ(level["refusal_reasons"]["module LSTM"], 1) << level.dump(1);
+  EXPECT_EQ(level["refusal_reasons"]["input of type list"], 1) << level.dump(1);
+  EXPECT_EQ(level["lowering_failures"].size(), 1u) << level.dump(1);
+  EXPECT_NE(level["lowering_failures"].begin().key().find("aten::conv2d"), std::string::npos) << level.dump(1);
+  EXPECT_TRUE(level["verified_share"].is_null()) << "nothing was checked";
+  EXPECT_TRUE(result["complete"].get<bool>());
+
+  // A second run reuses every import (the cache is keyed by the importer and the problem).
+  auto [status2, out2] = kforge::run_command(cmd);
+  ASSERT_EQ(status2, 0) << out2;
+  std::ifstream again(root / "out.json");
+  json second = json::parse(again);
+  EXPECT_EQ(second["level1"]["imported"], 2);
+  for (size_t idx = 0; idx < second["rows"].size(); ++idx)
+    EXPECT_EQ(second["rows"][idx]["import_s"], result["rows"][idx]["import_s"]) << "import redone: " << idx;
+  fs::remove_all(root);
 }
