@@ -397,6 +397,8 @@ class MetaFactories:
 
 
 def read_problem(path):
+    if path == "-":
+        return sys.stdin.read()
     try:
         with open(path) as fh:
             return fh.read()
@@ -622,6 +624,8 @@ def convert(path, name=None, level=None, seed=0, max_input_elements=OP_MAX_INPUT
 
 def op_name(path):
     """An identifier from the file's stem: 19_ReLU -> kb_19_ReLU (op names start with a letter)."""
+    if path == "-":
+        return "kernelbench_problem"
     stem = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(os.path.basename(path))[0])
     return (stem if re.match(r"[A-Za-z_]", stem) else "kb_" + stem)[:64]
 
@@ -650,13 +654,32 @@ def extra_shapes(source, arg_names, example, params, param_values, main):
     return shapes
 
 
+def reply(args):
+    """The conversion as one JSON line on args.reply_fd: the problem is untrusted code run
+    by a server, so every failure is a message, never a traceback."""
+    try:
+        op, _ = convert(args.problem, args.name, args.level)
+        line = {"ok": True, "op": op}
+    except ConvertError as exc:
+        line = {"ok": False, "message": str(exc)}
+    except BaseException as exc:  # the problem's own code may raise anything, or exit
+        line = {"ok": False, "message": f"the problem failed: {type(exc).__name__}: {exc}"}
+    with os.fdopen(args.reply_fd, "w") as out:
+        out.write(json.dumps(line) + "\n")
+    return 0 if line["ok"] else 2
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="KernelBench problem file -> kforge op JSON")
     parser.add_argument("problem", help="path to a KernelBench problem .py (class Model, get_inputs, get_init_inputs)")
     parser.add_argument("-o", "--output", help="write the op JSON here (default: stdout)")
     parser.add_argument("--name", help="op name (default: the file's stem)")
     parser.add_argument("--level", type=int, help="suite level to record")
+    parser.add_argument("--reply-fd", type=int, help="write one JSON line ({ok, op} or {ok, message}) to this fd "
+                                                     "instead (the API's sandboxed conversion)")
     args = parser.parse_args(argv)
+    if args.reply_fd is not None:
+        return reply(args)
     try:
         op, _ = convert(args.problem, args.name, args.level)
     except ConvertError as exc:
