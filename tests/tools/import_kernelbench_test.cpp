@@ -67,6 +67,13 @@ std::vector<c10::IValue> make_inputs(const json& op, const json& shapes = json()
   return args;
 }
 
+// The op a fixture converts to; null (and a test failure naming why) when it does not.
+json import_op(const std::string& name) {
+  auto result = import(name);
+  EXPECT_EQ(result.status, 0) << name << ": " << result.output;
+  return result.status == 0 ? json::parse(result.output) : json();
+}
+
 at::Tensor run_op(const json& op, const json& shapes = json()) {
   auto unit = torch::jit::compile(op["source"].get<std::string>());
   return unit->get_function("forward")(make_inputs(op, shapes)).toTensor();
@@ -158,9 +165,8 @@ TEST_F(ImportKernelBench, RefusesWhatItCannotConvertWithAReason) {
 }
 
 TEST_F(ImportKernelBench, ScalarInputsBecomeConstants) {
-  auto result = import("scalar_input");
-  ASSERT_EQ(result.status, 0) << result.output;
-  json op = json::parse(result.output);
+  json op = import_op("scalar_input");
+  ASSERT_FALSE(op.is_null());
   std::string source = op["source"];
   EXPECT_EQ(input_names(op), std::vector<std::string>{"x"}) << "n and scale are not op inputs";
   EXPECT_NE(source.find("(x * 3)"), std::string::npos) << source;
@@ -171,9 +177,8 @@ TEST_F(ImportKernelBench, ScalarInputsBecomeConstants) {
 // Two 1 GiB inputs and a 4 GiB result: traced on meta tensors, the op keeps the real
 // shapes; the checkable small scale comes back as extra_shapes, where the op runs here.
 TEST_F(ImportKernelBench, GpuSizedProblemKeepsRealShapesAndTransposeAttribute) {
-  auto result = import("gpu_sized_transpose_matmul");
-  ASSERT_EQ(result.status, 0) << result.output;
-  json op = json::parse(result.output);
+  json op = import_op("gpu_sized_transpose_matmul");
+  ASSERT_FALSE(op.is_null());
   EXPECT_NE(op["source"].get<std::string>().find("A.t()"), std::string::npos) << op["source"];
   EXPECT_EQ(op["inputs"][0]["shape"], json({16384, 16384}));
   EXPECT_EQ(op["inputs"][1]["shape"], json({16384, 16384}));
@@ -186,9 +191,8 @@ TEST_F(ImportKernelBench, GpuSizedProblemKeepsRealShapesAndTransposeAttribute) {
 }
 
 TEST_F(ImportKernelBench, ConvBatchNormPoolingAndDropoutConvert) {
-  auto result = import("conv_bn_pool");
-  ASSERT_EQ(result.status, 0) << result.output;
-  json op = json::parse(result.output);
+  json op = import_op("conv_bn_pool");
+  ASSERT_FALSE(op.is_null());
   std::string source = op["source"];
   for (const char* call : {"torch.conv2d(x, conv_weight, conv_bias, [1, 1], [1, 1], [1, 1], 1)",
                            "torch.batch_norm(conv, bn_weight, bn_bias, None, None, True", "torch.hardswish(",
@@ -203,9 +207,8 @@ TEST_F(ImportKernelBench, ConvBatchNormPoolingAndDropoutConvert) {
 }
 
 TEST_F(ImportKernelBench, TransposedConvInstanceAndGroupNormAvgPoolConvert) {
-  auto result = import("norms_transposed_conv");
-  ASSERT_EQ(result.status, 0) << result.output;
-  json op = json::parse(result.output);
+  json op = import_op("norms_transposed_conv");
+  ASSERT_FALSE(op.is_null());
   std::string source = op["source"];
   for (const char* call : {"torch.conv_transpose3d(x, up_weight, up_bias, [2, 2, 2], [1, 1, 1], [1, 1, 1], 1",
                            "torch.instance_norm(up, inorm_weight, inorm_bias", "torch.group_norm(inorm, 4,",
