@@ -16,6 +16,7 @@ import argparse
 import ast
 import contextlib
 import inspect
+import io
 import json
 import math
 import operator
@@ -97,6 +98,7 @@ class Emitter:
         self.init_dist = {}  # input name -> dist known from the module's init scheme
         self.lines = []
         self.constant_inputs = []  # forward arguments fed by scalars from get_inputs()
+        self.traced = None  # the GraphModule, for tensors fx lifts out of forward
 
     def arg(self, value):
         if isinstance(value, torch.fx.Node):
@@ -146,6 +148,19 @@ class Emitter:
                 return self.norm_call(node, kwargs)
             return self.call(f"torch.{name}", node.args, kwargs)
         raise ConvertError(f"forward calls {module}.{name or target}, which has no TorchScript builtin")
+
+    def attribute(self, target):
+        """A parameter or buffer becomes an input; a tensor fx lifted out of forward
+        (torch.tensor(0.5) -> _tensor_constant0) is written as its value when it is one number."""
+        state = dict(self.module.named_parameters())
+        state.update(dict(self.module.named_buffers()))
+        if target in state or self.traced is None:
+            return self.param(target)
+        value = getattr(self.traced, target, None)
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and value.device.type != "meta":
+            return literal(value.item())
+        shape = list(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ConvertError(f"forward makes a constant tensor ({shape}); only one-element constants are converted")
 
     def norm_call(self, node, kwargs):
         """torch.norm is a Python function; its TorchScript builtin (aten::norm) takes a
@@ -291,7 +306,7 @@ class Emitter:
                 inputs.append(node.target)
                 continue
             if node.op == "get_attr":
-                self.names[node] = self.param(node.target)
+                self.names[node] = self.attribute(node.target)
                 continue
             if node.op == "output":
                 if not isinstance(node.args[0], torch.fx.Node):
@@ -517,6 +532,7 @@ def trace(instance):
     traced.graph.eliminate_dead_code()
     instance.largest = largest_value(traced, instance)  # also leaves node.meta["tensor_meta"] for norm_call
     emitter = Emitter(instance.model)
+    emitter.traced = traced
     arg_names, result = emitter.emit(traced.graph, instance.constants)
     if len(arg_names) + len(emitter.constant_inputs) != len(instance.inputs):
         raise ConvertError(f"forward takes {len(arg_names) + len(emitter.constant_inputs)} inputs but get_inputs() "
@@ -529,14 +545,14 @@ def trace(instance):
 
 def largest_value(traced, instance):
     """Elements of the largest tensor forward makes (its output or an intermediate),
-    propagated on the meta tensors; 0 when an op has no meta kernel."""
+    propagated on the instance's tensors; None when that fails."""
     from torch.fx.passes.shape_prop import ShapeProp
     traced.recompile()
-    try:
-        with torch.no_grad():
+    try:  # ShapeProp prints the failing node's traceback before raising: keep stderr clean
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             ShapeProp(traced).propagate(*instance.inputs)
     except Exception:
-        return 0
+        return None  # an op without a meta kernel, or sizes the problem's forward cannot take
     sizes = [node.meta["tensor_meta"].shape for node in traced.graph.nodes
              if isinstance(node.meta.get("tensor_meta"), torch.fx.passes.shape_prop.TensorMetadata)]
     return max((math.prod(size) for size in sizes), default=0)
@@ -548,6 +564,9 @@ def fit_sizes(path, code, fits):
     the overrides ({} when the problem fits as it is)."""
     knobs = {k: v for k, v in sizes_of(code).items() if v >= 2}
     overrides, frozen = {}, set()
+    base = Instance(path, code, {}, meta=True)
+    trace(base)
+    runs = base.largest is not None
     for _ in range(400):
         instance = Instance(path, code, overrides, meta=True)
         _, _, emitter = trace(instance)
@@ -561,6 +580,10 @@ def fit_sizes(path, code, fits):
         try:
             instance = Instance(path, code, trial, meta=True)
             trace(instance)
+            # A halving that makes forward fail where it ran (predictions * targets broadcasting
+            # only because two sizes are equal) is kept off.
+            if instance.largest is None and runs:
+                raise ConvertError("forward fails at the halved size")
             overrides = trial
         except ConvertError:
             frozen.add(name)
@@ -593,7 +616,11 @@ def convert(path, name=None, level=None, seed=0, max_input_elements=OP_MAX_INPUT
                            "cannot check it on the CPU. Full-size source:\n" + source)
     param_values = [small.state[q] for q in small_emitter.params.values()]
     with torch.no_grad():
-        expected = small.model(*small.inputs)
+        try:
+            expected = small.model(*small.inputs)
+        except Exception as exc:
+            raise ConvertError(f"Model.forward fails at the CPU-checked scale ({small_sizes}): "
+                               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         if not isinstance(expected, torch.Tensor):
             raise ConvertError("Model.forward returns a non-tensor; kforge ops return one tensor")
         try:

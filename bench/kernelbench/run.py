@@ -66,7 +66,7 @@ def refusal_reason(stderr):
     causes tally together (submodule 'conv' is a ...Conv2d -> module Conv2d)."""
     line = first_line(stderr)
     line = re.sub(r"^import_kernelbench: cannot convert \S+: ", "", line)
-    if "does not run" in line or "fails:" in line:
+    if "does not run" in line or re.match(r"(Model\(\*get_init_inputs\(\)\)|get_inputs\(\)) fails:", line):
         match = re.search(r"(\w+Error|\w+Exception)", line)
         return f"problem does not run: {match.group(1) if match else line[:80]}"
     patterns = [
@@ -77,6 +77,8 @@ def refusal_reason(stderr):
         (r"forward cannot be traced.*", "untraceable forward (control flow)"),
         (r"(killed by signal \d+|timed out)", r"importer \1"),
         (r"generated source fails: (\w+).*", r"generated source fails (\1)"),
+        (r"Model.forward fails at the CPU-checked scale.*?: (\w+).*", r"forward fails at the checked scale (\1)"),
+        (r"forward makes a constant tensor.*", "constant tensor in forward"),
         (r"generated source disagrees.*", "generated source disagrees (importer bug)"),
         (r"cannot scale the problem's sizes down.*", "cannot scale sizes down"),
         (r"the scaled-down problem traces to a different program.*", "scaled problem traces differently"),
