@@ -42,7 +42,8 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
          operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.floordiv: "//"}
 # Tensor attributes (fx records `x.T` as getattr(x, "T")) as TorchScript expressions.
 TENSOR_ATTRS = {"shape": "{}.size()", "T": "{}.t()", "mT": "{}.transpose(-2, -1)", "ndim": "{}.dim()",
-                "dtype": "{}.dtype", "device": "{}.device"}
+                "dtype": "{}.dtype", "device": "{}.device",
+                "values": "{}[0]", "indices": "{}[1]"}  # torch.max(x, 1).values
 # Keyword arguments dropped when None (their builtin default, or not optional in the builtin).
 NONE_KWARGS = {"out", "dtype", "layout", "device", "memory_format", "generator"}
 # Keyword arguments of torch.nn.functional that aten builtins do not take.

@@ -202,8 +202,9 @@ def environment(args):
     try:
         env["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                        text=True).stdout.strip()
-        env["kernelbench_commit"] = subprocess.run(["git", "-C", args.kernelbench, "rev-parse", "--short", "HEAD"],
-                                                   capture_output=True, text=True).stdout.strip() or None
+        if os.path.exists(os.path.join(args.kernelbench, ".git")):  # else git would answer for an enclosing repo
+            env["kernelbench_commit"] = subprocess.run(["git", "-C", args.kernelbench, "rev-parse", "--short", "HEAD"],
+                                                       capture_output=True, text=True).stdout.strip() or None
     except OSError:
         pass
     if os.path.exists(os.path.join(args.kernelbench, "COMMIT")):
@@ -226,6 +227,8 @@ def main(argv=None):
     parser.add_argument("--device", default="", help="kforge-worker check --device (default: cuda, or PoCL's cpu)")
     parser.add_argument("--check-flags", default="--trials 3", help="extra kforge-worker check flags")
     parser.add_argument("--timing-lock", default="", help="a file: checks run side by side take turns to time")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the rows already in --out and replace only the selected problems' rows")
     parser.add_argument("--jobs", type=int, default=1, help="problems imported (and checked) side by side")
     parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
                         help="a python with torch for the importer")
@@ -269,14 +272,23 @@ def main(argv=None):
     command = "python3 bench/kernelbench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
     rows = []
     env = environment(args)
+    kept, commands = [], [command]
+    if args.merge and os.path.exists(args.out):
+        with open(args.out) as file:
+            earlier = json.load(file)
+        selected = {(level, os.path.splitext(os.path.basename(path))[0]) for level, path in work}
+        kept = [r for r in earlier["rows"] if (r["level"], r["problem"]) not in selected]
+        commands = earlier.get("commands", [earlier.get("command")]) + [command]
+        env["earlier"] = earlier.get("environment")
 
     def save():  # after every problem: a run cut short keeps what it measured
-        result = {"command": command, "environment": env,
+        result = {"command": command, "commands": commands, "environment": env,
                   "target": args.target if args.lower else None, "device": args.device if args.check else None,
                   "checked": args.check, "complete": len(rows) == len(work)}
-        for level in levels:
-            result[f"level{level}"] = summarize([r for r in rows if r["level"] == level], args.check)
-        result["rows"] = rows
+        every = sorted(kept + rows, key=lambda r: (r["level"], problem_number(r["problem"])))
+        for level in sorted({r["level"] for r in every} | set(levels)):
+            result[f"level{level}"] = summarize([r for r in every if r["level"] == level], args.check)
+        result["rows"] = every
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out + ".tmp", "w") as file:
             json.dump(result, file, indent=1)

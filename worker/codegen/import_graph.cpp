@@ -610,7 +610,7 @@ void Importer::visit(torch::jit::Node* node) {
     return set(out, binary(name, tensor(arg(0)), tensor(arg(1))));
   }
   if (kind == "aten::where" && in.size() == 3) return set(out, where(tensor(arg(0)), tensor(arg(1)), tensor(arg(2))));
-  if (kind == "aten::contiguous" || kind == "aten::clone" ||
+  if (kind == "aten::contiguous" || kind == "aten::clone" || kind == "aten::detach" ||
       (kind == "aten::dropout" && in.size() == 3 && !boolean(arg(2)))) {
     return set(out, tensor(arg(0)));
   }
