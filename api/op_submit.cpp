@@ -1,5 +1,6 @@
 // submit_op behind api/op_submit.h. The probe runs in a child process, so a
-// looping or 100 GB TorchScript costs one bounded wait, never the server.
+// looping or 100 GB TorchScript costs one bounded wait, never the server; so does the
+// conversion of a KernelBench problem ({"kernelbench": "<file>"}).
 #include "api/op_submit.h"
 
 #include <atomic>
@@ -7,10 +8,14 @@
 #include "common/sha256.h"
 
 #include "spec/op_spec.h"
+#include "worker/harness/kernelbench_convert.h"
 #include "worker/harness/probe.h"
 
 namespace kforge::api {
 namespace {
+
+// A KernelBench problem file is a few KiB; this bounds what one request makes a child read.
+constexpr size_t kMaxKernelBenchBytes = 256 * 1024;
 
 // Counts probes in flight; each holds an executor thread for up to the wall limit.
 std::atomic<int> g_probes_running{0};
@@ -60,6 +65,38 @@ std::optional<std::string> read_level(const json& op_body, int* level) {
   return std::nullopt;
 }
 
+// {"kernelbench": "<problem file>", "name"?: ..., "level"?: ...}: the problem converted in a
+// sandboxed child into the op format; the result then goes through the same checks.
+std::optional<HttpResponse> convert_kernelbench_body(ApiContext& ctx, const json& body, const std::string& prefix,
+                                                     json& op) {
+  const std::string field = prefix + "kernelbench";
+  const json& text = body["kernelbench"];
+  for (const auto& [key, value] : body.items())
+    if (key != "kernelbench" && key != "name" && key != "level")
+      return problem(ErrorKind::unprocessable, "a KernelBench op takes only kernelbench, name and level",
+                     {{prefix + key, "not allowed beside kernelbench (the op is converted from the problem)"}});
+  if (!text.is_string() || text.get_ref<const std::string&>().empty() ||
+      text.get_ref<const std::string&>().size() > kMaxKernelBenchBytes)
+    return problem(ErrorKind::unprocessable, "kernelbench must be the text of a problem file",
+                   {{field, "must be a non-empty string of at most 256 KiB (class Model, get_inputs, get_init_inputs)"}});
+  std::string name = body.contains("name") && body["name"].is_string() ? body["name"].get<std::string>() : "";
+  ProbeSlot slot(ctx.max_concurrent_probes);
+  if (!slot.held) {
+    HttpResponse busy = problem(ErrorKind::unavailable, "too many ops are being checked right now; retry shortly");
+    busy.headers.emplace_back("Retry-After", "2");
+    return busy;
+  }
+  auto converted = harness::convert_kernelbench(text.get<std::string>(), name);
+  if (converted.internal_error)
+    return problem(ErrorKind::internal, "the KernelBench problem could not be converted: " + converted.message);
+  if (!converted.ok)
+    return problem(ErrorKind::unprocessable, "the KernelBench problem cannot be converted: " + converted.message,
+                   {{field, converted.message}});
+  op = converted.op;
+  if (body.contains("level")) op["level"] = body["level"];
+  return std::nullopt;
+}
+
 }  // namespace
 
 json op_json(const db::OpRecord& op) {
@@ -77,9 +114,17 @@ json op_json(const db::OpRecord& op) {
   return out;
 }
 
-OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& principal, const json& op_body,
+OpSubmit submit_op(ApiContext& ctx, pqxx::connection& conn, const Principal& principal, const json& op_body_in,
                    const std::string& field_prefix) {
   OpSubmit out;
+  json converted;
+  if (op_body_in.is_object() && op_body_in.contains("kernelbench")) {
+    if (auto error = convert_kernelbench_body(ctx, op_body_in, field_prefix, converted)) {
+      out.error = *error;
+      return out;
+    }
+  }
+  const json& op_body = converted.is_null() ? op_body_in : converted;
   if (!op_body.is_object()) {
     out.error = problem(ErrorKind::unprocessable, "the op must be a JSON object",
                         {{field_prefix.empty() ? "body" : field_prefix.substr(0, field_prefix.size() - 1),

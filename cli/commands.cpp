@@ -96,8 +96,10 @@ int show_generation_result(const json& gen, std::ostream& out, std::ostream& err
     return 1;
   }
   if (gen["best"].is_null()) {
-    out << "generation " << gen["id"] << " finished: no correct kernel among " << gen["candidates"]["total"]
-        << " candidates\n";
+    std::string message = gen["result"].is_object() ? gen["result"].value("message", "") : "";
+    out << "generation " << gen["id"] << " finished: "
+        << (message.empty() ? "no correct kernel among " + gen["candidates"]["total"].dump() + " candidates" : message)
+        << "\n";
     return 1;
   }
   const json& best = gen["best"];

@@ -1,7 +1,7 @@
 // Every v1 resource over real HTTP against the real server: ops, generations
 // (candidates written as a worker would, best kernel, cancel while queued and
 // while running), training jobs (defaults echoed, metrics, events), evaluations,
-// models (files streamed with sha256, archived by an admin), op deletion, leaderboards
+// KernelBench problems as ops, models (files streamed with sha256, archived by an admin), op deletion, leaderboards
 // (keyset pagination), workers, jobs. Every response is checked against /v1/openapi.json by the fixture.
 // Run: scripts/test.sh build -R api_resources
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "common/sha256.h"
@@ -17,6 +18,7 @@
 #include "db/ops.h"
 #include "db/queue.h"
 #include "db/workers.h"
+#include "common/subprocess.h"
 #include "tests/server/api_fixture.h"
 
 using kforge::test::ApiServer;
@@ -92,6 +94,43 @@ TEST(ApiResources, OpsCreateDeduplicateGetAndPaginate) {
   EXPECT_EQ(all[2]["name"], "silu_mul");
   EXPECT_EQ(server.get("/v1/ops?limit=0").status, 400);
   EXPECT_EQ(server.get("/v1/ops?after=xyz").status, 400);
+}
+
+// A KernelBench problem file as the op: converted in a sandboxed child, then probed and
+// stored like any op; a problem the importer refuses is a 422 naming why.
+TEST(ApiResources, OpsFromKernelBenchProblems) {
+  KFORGE_REQUIRE_DB();
+  auto read = [](const std::string& name) {
+    std::ifstream in(std::string(KFORGE_SOURCE_DIR) + "/tests/tools/problems/" + name + ".py");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  if (kforge::run_command({"/usr/bin/python3", "-c", "import torch.fx"}).first != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 with torch (apt-get install python3-torch)";
+  ApiServer server;
+  json request = {{"kernelbench", read("linear_relu")}, {"name", "kb_linear_relu"}, {"level", 1}};
+  auto created = server.post("/v1/ops", request.dump(), server.submit);
+  ASSERT_EQ(created.status, 201) << created.body;
+  json op = body_of(created);
+  EXPECT_EQ(op["name"], "kb_linear_relu");
+  EXPECT_EQ(op["level"], 1);
+  EXPECT_NE(op["source"].get<std::string>().find("torch.linear(x, fc_weight, fc_bias)"), std::string::npos) << op;
+  ASSERT_EQ(op["outputs"].size(), 1u) << op;
+  EXPECT_EQ(op["outputs"][0]["shape"], json({64, 96})) << "probed like any op";
+  auto again = server.post("/v1/ops", request.dump(), server.submit);
+  EXPECT_EQ(again.status, 200) << "the same problem converts to the same op: " << again.body;
+
+  auto refused = server.post("/v1/ops", json{{"kernelbench", read("bad_module")}}.dump(), server.submit);
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("LSTM"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("kernelbench"), std::string::npos) << "the field is named: " << refused.body;
+  // Untrusted code that exits or raises at import is a message, not a crash.
+  auto hostile = server.post("/v1/ops", json{{"kernelbench", "import os\nos._exit(3)\n"}}.dump(), server.submit);
+  EXPECT_EQ(hostile.status, 422) << hostile.body;
+  auto mixed = server.post("/v1/ops", json{{"kernelbench", read("linear_relu")}, {"source", "x"}}.dump(), server.submit);
+  EXPECT_EQ(mixed.status, 422) << mixed.body;
+  EXPECT_NE(mixed.body.find("not allowed beside kernelbench"), std::string::npos) << mixed.body;
 }
 
 TEST(ApiResources, GenerationLifecycleCandidatesAndCancel) {

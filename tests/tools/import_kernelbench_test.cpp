@@ -1,10 +1,16 @@
 // tools/import_kernelbench.py on KernelBench-format fixtures (tests/tools/problems/):
 // good problems become ops whose source libtorch's C++ frontend compiles and runs,
-// bad ones exit 2 with a message naming the problem. Run: ctest -R tools_import.
+// bad ones exit 2 with a message naming the problem; bench/kernelbench/run.py tallies a
+// level of them. Run: ctest -R tools_import.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/jit.h>
 
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,11 +50,13 @@ Imported import(const std::string& name) {
   return {status, out};
 }
 
-// Inputs per the op's declared shapes and dists, as the harness would make them.
-std::vector<c10::IValue> make_inputs(const json& op) {
+// Inputs per the op's declared shapes (or one of its extra_shapes entries) and dists,
+// as the harness would make them.
+std::vector<c10::IValue> make_inputs(const json& op, const json& shapes = json()) {
   std::vector<c10::IValue> args;
   for (const auto& input : op["inputs"]) {
-    auto shape = input["shape"].get<std::vector<int64_t>>();
+    auto shape = (shapes.is_object() ? shapes[input["name"].get<std::string>()] : input["shape"])
+                     .get<std::vector<int64_t>>();
     const json& dist = input["dist"];
     if (dist.is_object() && dist.contains("randint"))
       args.emplace_back(at::randint(dist["randint"][0].get<int64_t>(), dist["randint"][1].get<int64_t>(), shape,
@@ -59,9 +67,22 @@ std::vector<c10::IValue> make_inputs(const json& op) {
   return args;
 }
 
-at::Tensor run_op(const json& op) {
+// The op a fixture converts to; null (and a test failure naming why) when it does not.
+json import_op(const std::string& name) {
+  auto result = import(name);
+  EXPECT_EQ(result.status, 0) << name << ": " << result.output;
+  return result.status == 0 ? json::parse(result.output) : json();
+}
+
+at::Tensor run_op(const json& op, const json& shapes = json()) {
   auto unit = torch::jit::compile(op["source"].get<std::string>());
-  return unit->get_function("forward")(make_inputs(op)).toTensor();
+  return unit->get_function("forward")(make_inputs(op, shapes)).toTensor();
+}
+
+std::vector<std::string> input_names(const json& op) {
+  std::vector<std::string> names;
+  for (const auto& input : op["inputs"]) names.push_back(input["name"]);
+  return names;
 }
 
 class ImportKernelBench : public ::testing::Test {
@@ -135,10 +156,115 @@ TEST_F(ImportKernelBench, RefusesWhatItCannotConvertWithAReason) {
     const char* reason;
   };
   for (auto c : {Case{"bad_control_flow", "control flow"}, Case{"bad_module", "LSTM"},
-                 Case{"bad_scalar_input", "get_inputs()[1] is a int"}, Case{"bad_missing", "lacks get_init_inputs"}}) {
+                 Case{"bad_list_input", "get_inputs()[1] is a list"}, Case{"bad_missing", "lacks get_init_inputs"}}) {
     auto result = import(c.name);
     EXPECT_EQ(result.status, 2) << c.name << ": " << result.output;
     EXPECT_NE(result.output.find(c.reason), std::string::npos) << c.name << ": " << result.output;
     EXPECT_EQ(result.output.find("Traceback"), std::string::npos) << c.name << " leaked a traceback";
   }
+}
+
+TEST_F(ImportKernelBench, ScalarInputsBecomeConstants) {
+  json op = import_op("scalar_input");
+  ASSERT_FALSE(op.is_null());
+  std::string source = op["source"];
+  EXPECT_EQ(input_names(op), std::vector<std::string>{"x"}) << "n and scale are not op inputs";
+  EXPECT_NE(source.find("(x * 3)"), std::string::npos) << source;
+  EXPECT_NE(source.find("0.5"), std::string::npos) << source;
+  EXPECT_EQ(run_op(op).sizes().vec(), (std::vector<int64_t>{4, 4}));
+}
+
+// Two 1 GiB inputs and a 4 GiB result: traced on meta tensors, the op keeps the real
+// shapes; the checkable small scale comes back as extra_shapes, where the op runs here.
+TEST_F(ImportKernelBench, GpuSizedProblemKeepsRealShapesAndTransposeAttribute) {
+  json op = import_op("gpu_sized_transpose_matmul");
+  ASSERT_FALSE(op.is_null());
+  EXPECT_NE(op["source"].get<std::string>().find("A.t()"), std::string::npos) << op["source"];
+  EXPECT_EQ(op["inputs"][0]["shape"], json({16384, 16384}));
+  EXPECT_EQ(op["inputs"][1]["shape"], json({16384, 16384}));
+  ASSERT_FALSE(op["extra_shapes"].empty());
+  const json& small = op["extra_shapes"][0];
+  EXPECT_LT(small["A"][0].get<int64_t>() * small["A"][1].get<int64_t>(), int64_t{1} << 21);
+  auto out = run_op(op, small);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{small["A"][1].get<int64_t>(), small["B"][1].get<int64_t>()}));
+  EXPECT_GE(out.min().item<float>(), 0.0f) << "relu output";
+}
+
+TEST_F(ImportKernelBench, ConvBatchNormPoolingAndDropoutConvert) {
+  json op = import_op("conv_bn_pool");
+  ASSERT_FALSE(op.is_null());
+  std::string source = op["source"];
+  for (const char* call : {"torch.conv2d(x, conv_weight, conv_bias, [1, 1], [1, 1], [1, 1], 1)",
+                           "torch.batch_norm(conv, bn_weight, bn_bias, None, None, True", "torch.hardswish(",
+                           "torch.max_pool2d(", "torch.adaptive_avg_pool2d(pool, [1, 1])"})
+    EXPECT_NE(source.find(call), std::string::npos) << call << " in " << source;
+  EXPECT_EQ(source.find("dropout"), std::string::npos) << "dropout is the identity: " << source;
+  EXPECT_EQ(input_names(op), (std::vector<std::string>{"x", "conv_weight", "conv_bias", "bn_weight", "bn_bias"}));
+  // Conv2d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = 3 * 3 * 3.
+  EXPECT_NEAR(op["inputs"][1]["dist"]["uniform"][1].get<double>(), 1.0 / std::sqrt(27.0), 1e-5);
+  auto out = run_op(op);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{128, 16}));
+}
+
+TEST_F(ImportKernelBench, TransposedConvInstanceAndGroupNormAvgPoolConvert) {
+  json op = import_op("norms_transposed_conv");
+  ASSERT_FALSE(op.is_null());
+  std::string source = op["source"];
+  for (const char* call : {"torch.conv_transpose3d(x, up_weight, up_bias, [2, 2, 2], [1, 1, 1], [1, 1, 1], 1",
+                           "torch.instance_norm(up, inorm_weight, inorm_bias", "torch.group_norm(inorm, 4,",
+                           "torch.avg_pool3d(gnorm, [2, 2, 2]"})
+    EXPECT_NE(source.find(call), std::string::npos) << call << " in " << source;
+  // Transposed conv: fan_in = weight.shape[1] * 27 = 16 * 27 (torch.nn.init's rule).
+  EXPECT_NEAR(op["inputs"][1]["dist"]["uniform"][1].get<double>(), 1.0 / std::sqrt(16.0 * 27.0), 1e-5);
+  auto out = run_op(op);
+  EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{4, 16, 6, 10, 10}));
+}
+
+// bench/kernelbench/run.py over a level made of this folder's fixtures: counts, the tallied
+// refusal and lowering reasons, and the per-problem import cache on a second run.
+TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("kforge-kb-run-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "KernelBench" / "level1");
+  int number = 1;
+  for (const char* name : {"linear_relu", "conv_bn_pool", "bad_module", "bad_list_input"})
+    fs::copy_file(problem(name), root / "KernelBench" / "level1" / (std::to_string(number++) + "_" + name + ".py"));
+  std::vector<std::string> cmd = {python_with_torch(),
+                                  std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py",
+                                  "--kernelbench",
+                                  root.string(),
+                                  "--levels",
+                                  "1",
+                                  "--lower",
+                                  "--bin",
+                                  KFORGE_BIN_DIR,
+                                  "--work",
+                                  (root / "work").string(),
+                                  "--out",
+                                  (root / "out.json").string()};
+  auto [status, out] = kforge::run_command(cmd);
+  ASSERT_EQ(status, 0) << out;
+  std::ifstream in(root / "out.json");
+  json result = json::parse(in);
+  const json& level = result["level1"];
+  EXPECT_EQ(level["problems"], 4);
+  EXPECT_EQ(level["imported"], 2) << level.dump(1);
+  EXPECT_EQ(level["lowered"], 1) << "linear_relu lowers; conv2d has no teacher lowering: " << level.dump(1);
+  EXPECT_EQ(level["refusal_reasons"]["module LSTM"], 1) << level.dump(1);
+  EXPECT_EQ(level["refusal_reasons"]["input of type list"], 1) << level.dump(1);
+  EXPECT_EQ(level["lowering_failures"].size(), 1u) << level.dump(1);
+  EXPECT_NE(level["lowering_failures"].begin().key().find("aten::conv2d"), std::string::npos) << level.dump(1);
+  EXPECT_TRUE(level["verified_share"].is_null()) << "nothing was checked";
+  EXPECT_TRUE(result["complete"].get<bool>());
+
+  // A second run reuses every import (the cache is keyed by the importer and the problem).
+  auto [status2, out2] = kforge::run_command(cmd);
+  ASSERT_EQ(status2, 0) << out2;
+  std::ifstream again(root / "out.json");
+  json second = json::parse(again);
+  EXPECT_EQ(second["level1"]["imported"], 2);
+  for (size_t idx = 0; idx < second["rows"].size(); ++idx)
+    EXPECT_EQ(second["rows"][idx]["import_s"], result["rows"][idx]["import_s"]) << "import redone: " << idx;
+  fs::remove_all(root);
 }

@@ -316,9 +316,156 @@ class Importer {
     throw Unsupported("expected a list of ints");
   }
 
+  int clamp(int x, bool has_lo, double lo, bool has_hi, double hi) {
+    Node node;
+    node.kind = NodeKind::unary;
+    node.op = "clamp";
+    node.args = {x};
+    node.shape = shape(x);
+    node.has_lo = has_lo;
+    node.lo = lo;
+    node.has_hi = has_hi;
+    node.hi = hi;
+    return g_.add(node);
+  }
+
+  // A scalar argument with its TorchScript default when absent.
+  double number_or(const torch::jit::Node* node, size_t idx, double fallback) {
+    auto in = node->inputs();
+    return idx < in.size() && !is_none(in[idx]) ? number(in[idx]) : fallback;
+  }
+
+  // x > 0 ? scale * x : alpha * scale * expm1(input_scale * x) (elu, selu, celu).
+  int elu(int x, double alpha, double scale, double input_scale) {
+    int positive = scale == 1.0 ? x : binary("mul", x, constant(scale));
+    int negative = binary("mul", unary("expm1", binary("mul", x, constant(input_scale))), constant(alpha * scale));
+    return where(binary("gt", x, constant(0.0)), positive, negative);
+  }
+
+  // softplus(x) = log1p(exp(beta x)) / beta, and x itself past the threshold (torch's rule).
+  int softplus(int x, double beta, double threshold) {
+    int bx = beta == 1.0 ? x : binary("mul", x, constant(beta));
+    int soft = unary("log1p", unary("exp", bx));
+    if (beta != 1.0) soft = binary("div", soft, constant(beta));
+    return where(binary("gt", bx, constant(threshold)), x, soft);
+  }
+
+  // Per-channel weight/bias [C] of a [N, C, ...] input as [C, 1, ...] so that it broadcasts.
+  int per_channel(int v, int rank) {
+    if (shape(v).size() != 1) throw Unsupported("a norm's weight / bias must be 1-d");
+    std::vector<int> src = {0};
+    src.resize(rank - 1, -1);
+    return view(v, src);
+  }
+
+  // (x - mean) / sqrt(biased var + eps) over `axes`, then weight and bias per channel
+  // (batch_norm with batch statistics, instance_norm).
+  int channel_norm(int x, const std::vector<int>& axes, const torch::jit::Value* weight,
+                   const torch::jit::Value* bias, double eps) {
+    int rank = static_cast<int>(shape(x).size());
+    if (rank < 2) throw Unsupported("a batch / instance norm needs an [N, C, ...] input");
+    int d = binary("sub", x, mean(x, axes, true));
+    int v = binary("div", reduce("sum", binary("mul", d, d), axes, true), red_len());
+    int y = binary("mul", d, unary("rsqrt", binary("add", v, constant(eps))));
+    if (!is_none(weight)) y = binary("mul", y, per_channel(tensor(weight), rank));
+    if (!is_none(bias)) y = binary("add", y, per_channel(tensor(bias), rank));
+    return y;
+  }
+
+  bool visit_composite(const std::string& kind, torch::jit::Node* node);
   void visit(torch::jit::Node* node);
   void visit_constant(torch::jit::Node* node);
 };
+
+// Activations, norms and fills that KernelBench problems use, as compositions of the IR's
+// pointwise and reduce nodes (no new node kinds, so every target emits them). False when
+// `kind` is not one of them.
+bool Importer::visit_composite(const std::string& kind, torch::jit::Node* node) {
+  auto in = node->inputs();
+  auto out = node->outputs().size() == 1 ? node->output() : nullptr;
+  auto x = [&] { return tensor(in.at(0)); };
+  auto done = [&](int id) {
+    set(out, id);
+    return true;
+  };
+  if (kind == "aten::elu") return done(elu(x(), number_or(node, 1, 1.0), number_or(node, 2, 1.0),
+                                               number_or(node, 3, 1.0)));
+  if (kind == "aten::selu") return done(elu(x(), 1.6732632423543772848170429916717,
+                                                1.0507009873554804934193349852946, 1.0));
+  if (kind == "aten::celu") {
+    double alpha = number_or(node, 1, 1.0);
+    return done(elu(x(), alpha, 1.0, 1.0 / alpha));
+  }
+  if (kind == "aten::hardtanh") return done(clamp(x(), true, number_or(node, 1, -1.0), true,
+                                                      number_or(node, 2, 1.0)));
+  if (kind == "aten::relu6") return done(clamp(x(), true, 0.0, true, 6.0));
+  if (kind == "aten::hardsigmoid" || kind == "aten::hardswish") {
+    int v = x();
+    // relu6(x + 3) / 6
+    int hs = binary("div", clamp(binary("add", v, constant(3.0)), true, 0.0, true, 6.0), constant(6.0));
+    return done(kind == "aten::hardsigmoid" ? hs : binary("mul", v, hs));
+  }
+  if (kind == "aten::softplus") return done(softplus(x(), number_or(node, 1, 1.0), number_or(node, 2, 20.0)));
+  if (kind == "aten::mish") {
+    int v = x();
+    return done(binary("mul", v, unary("tanh", softplus(v, 1.0, 20.0))));
+  }
+  if (kind == "aten::log_sigmoid") {
+    int v = x();  // -softplus(-x)
+    return done(unary("neg", softplus(unary("neg", v), 1.0, 20.0)));
+  }
+  if (kind == "aten::hardshrink" || kind == "aten::softshrink") {
+    int v = x();
+    double lambd = number_or(node, 1, 0.5);
+    int zero = constant(0.0);
+    if (kind == "aten::hardshrink") return done(where(binary("gt", unary("abs", v), constant(lambd)), v, zero));
+    int below = where(binary("lt", v, constant(-lambd)), binary("add", v, constant(lambd)), zero);
+    return done(where(binary("gt", v, constant(lambd)), binary("sub", v, constant(lambd)), below));
+  }
+  if (kind == "aten::zeros_like" || kind == "aten::ones_like" || kind == "aten::full_like") {
+    // The value at every element of x's shape: where(x == x, c, c) (NaN-safe: both arms are c).
+    for (size_t idx = kind == "aten::full_like" ? 2 : 1; idx < in.size(); ++idx)
+      if (!is_none(in[idx]) && get(in[idx]).kind != Val::Kind::boolean)
+        throw Unsupported(kind.substr(6) + " with a dtype, layout, device or memory format is not supported");
+    double value = kind == "aten::zeros_like" ? 0.0 : kind == "aten::ones_like" ? 1.0 : number(in.at(1));
+    int v = x();
+    int c = constant(value);
+    return done(where(binary("eq", v, v), c, c));
+  }
+  if (kind == "aten::batch_norm" || kind == "aten::instance_norm") {
+    // batch_norm(x, w, b, running_mean, running_var, training, momentum, eps, cudnn);
+    // instance_norm(x, w, b, running_mean, running_var, use_input_stats, momentum, eps, cudnn).
+    bool batch = kind == "aten::batch_norm";
+    if (!boolean(in.at(5)))
+      throw Unsupported(kind.substr(6) + " with running statistics (eval mode) is not supported");
+    int v = x();
+    std::vector<int> axes;
+    for (int axis = batch ? 0 : 2; axis < static_cast<int>(shape(v).size()); ++axis)
+      if (axis != 1) axes.push_back(axis);
+    return done(channel_norm(v, axes, in.at(1), in.at(2), number(in.at(7))));
+  }
+  if (kind == "aten::max" || kind == "aten::min") {
+    std::string op = kind.substr(6);
+    int v = x();
+    if (in.size() == 1) return done(reduce(op, v, norm_axes(v, {}), false));
+    if (in.size() == 2) return done(binary(op == "max" ? "maximum" : "minimum", v, tensor(in.at(1))));
+    // max.dim -> (values, indices)
+    int axis = axis_of(v, static_cast<int64_t>(number(in.at(1))));
+    bool keepdim = in.size() > 2 && boolean(in.at(2));
+    set(node->outputs()[0], reduce(op, v, {axis}, keepdim));
+    if (!node->outputs()[1]->hasUses()) return true;  // an unread arg_reduce would be a stage of its own
+    Node indices;
+    indices.kind = NodeKind::arg_reduce;
+    indices.op = "arg" + op;
+    indices.args = {v};
+    indices.axes = {axis};
+    indices.shape = shape(vals_[node->outputs()[0]].node);
+    indices.int_type = "long";
+    set(node->outputs()[1], g_.add(indices));
+    return true;
+  }
+  return false;
+}
 
 void Importer::visit_constant(torch::jit::Node* node) {
   auto ivalue = torch::jit::toIValue(node->output());
@@ -371,6 +518,30 @@ void Importer::visit(torch::jit::Node* node) {
     vals_[out] = v;
     return;
   }
+  if (kind == "prim::TupleConstruct") {
+    Val v;
+    v.kind = Val::Kind::tensors;
+    for (const Value* item : in) v.tensors.push_back(tensor(item));
+    vals_[out] = v;
+    return;
+  }
+  if (kind == "prim::TupleIndex" || kind == "aten::__getitem__") {
+    const Val& tuple = get(arg(0));
+    if (tuple.kind == Val::Kind::tensors) {
+      auto idx = static_cast<int64_t>(number(arg(1)));
+      if (idx < 0) idx += static_cast<int64_t>(tuple.tensors.size());
+      if (idx < 0 || idx >= static_cast<int64_t>(tuple.tensors.size())) throw Unsupported("tuple index out of range");
+      return set(out, tuple.tensors[idx]);
+    }
+  }
+  if (kind == "prim::TupleUnpack") {
+    const Val& tuple = get(arg(0));
+    if (tuple.kind != Val::Kind::tensors || tuple.tensors.size() != node->outputs().size())
+      throw Unsupported("tuple unpack of a non-tuple");
+    for (size_t idx = 0; idx < tuple.tensors.size(); ++idx) set(node->outputs()[idx], tuple.tensors[idx]);
+    return;
+  }
+  if (visit_composite(kind, node)) return;
   if (kind == "aten::size" && in.size() == 2) {
     const Shape& s = shape(tensor(arg(0)));
     auto axis = static_cast<int64_t>(number(arg(1)));
@@ -439,7 +610,7 @@ void Importer::visit(torch::jit::Node* node) {
     return set(out, binary(name, tensor(arg(0)), tensor(arg(1))));
   }
   if (kind == "aten::where" && in.size() == 3) return set(out, where(tensor(arg(0)), tensor(arg(1)), tensor(arg(2))));
-  if (kind == "aten::contiguous" || kind == "aten::clone" ||
+  if (kind == "aten::contiguous" || kind == "aten::clone" || kind == "aten::detach" ||
       (kind == "aten::dropout" && in.size() == 3 && !boolean(arg(2)))) {
     return set(out, tensor(arg(0)));
   }
@@ -662,7 +833,10 @@ ImportResult import_graph(const spec::OpSpec& spec) {
     result.unsupported = e.what();
   } catch (const std::exception& e) {
     std::string what = e.what();
-    result.unsupported = "TorchScript: " + what.substr(0, what.find('\n'));
+    // libtorch's messages often open with an empty line: keep the first line that says something.
+    size_t start = what.find_first_not_of(" \n");
+    start = start == std::string::npos ? 0 : start;
+    result.unsupported = "TorchScript: " + what.substr(start, what.find('\n', start) - start);
   }
   return result;
 }

@@ -157,6 +157,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                             .dump());
   }
 
+  if (checked == 0) {
+    // Nothing was checked: there is no kernel to answer with, and "none correct among 0"
+    // would read as if kernels had been tried. Say why instead.
+    return worker::JobOutcome::fail("no kernel could be checked: the time budget of " +
+                                        std::to_string(static_cast<int>(args.time_budget_s)) +
+                                        " s ran out before the first of " + std::to_string(programs.size()) +
+                                        " candidates" + (note.empty() ? "" : " (" + note + ")"),
+                                    /*retryable=*/false);
+  }
   json result = {{"checked", checked},
                  {"proposed", programs.size()},
                  {"by_outcome", by_outcome},

@@ -25,7 +25,7 @@ GenerationAnswer choose_answer(const std::vector<RankedCandidate>& correct, int 
   }
   const std::string among = std::to_string(checked) + " candidates";
   if (!best && !best_flagged) {
-    answer.message = "no correct kernel among " + among;
+    answer.message = checked == 0 ? "no kernel was checked" : "no correct kernel among " + among;
     return answer;
   }
   if (!best) {

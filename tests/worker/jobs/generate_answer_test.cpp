@@ -40,4 +40,5 @@ TEST(GenerateAnswer, NothingCorrect) {
   auto answer = choose_answer({}, 3);
   EXPECT_FALSE(answer.best_id);
   EXPECT_EQ(answer.message, "no correct kernel among 3 candidates");
+  EXPECT_EQ(choose_answer({}, 0).message, "no kernel was checked") << "never 'none correct among 0 candidates'";
 }

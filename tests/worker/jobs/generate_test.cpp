@@ -37,6 +37,22 @@ json wait_finished(kforge::test::ApiServer& server, int64_t id, std::chrono::sec
   return body;
 }
 
+// POSTs the generation, runs one kforge-worker until it finishes, and returns its final
+// state; `id` stays 0 (and the POST's answer is returned) when the POST is refused.
+json generate_with_worker(kforge::test::ApiServer& server, const json& request, const std::string& log,
+                          std::chrono::seconds timeout, int64_t& id) {
+  auto created = server.post("/v1/generations", request.dump(), server.submit);
+  if (created.status != 202) return json{{"status", created.status}, {"body", created.body}};
+  id = json::parse(created.body)["id"].get<int64_t>();
+  auto worker = kforge::Subprocess::spawn({kforge::test::bin_path("kforge-worker"), "--database-url",
+                                           server.database.url(), "--poll-s", "0.5"},
+                                          {}, log);
+  json done = wait_finished(server, id, timeout);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  return done;
+}
+
 }  // namespace
 
 TEST(GenerateArgs, RejectsBadFieldsByName) {
@@ -86,16 +102,9 @@ TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
   kforge::test::ApiServer server;
   json request = {{"op", json::parse(kforge::test::sample_op("silu_mul_e2e"))}, {"samples", 3}, {"time_budget_s", 300}};
-  auto created = server.post("/v1/generations", request.dump(), server.submit);
-  ASSERT_EQ(created.status, 202) << created.body;
-  int64_t id = json::parse(created.body)["id"].get<int64_t>();
-
-  auto worker = kforge::Subprocess::spawn({kforge::test::bin_path("kforge-worker"), "--database-url",
-                                           server.database.url(), "--poll-s", "0.5"},
-                                          {}, "/tmp/kforge-test-generate-worker.log");
-  json done = wait_finished(server, id, 240s);
-  worker.signal(SIGTERM);
-  worker.wait_for(30s);
+  int64_t id = 0;
+  json done = generate_with_worker(server, request, "/tmp/kforge-test-generate-worker.log", 240s, id);
+  ASSERT_NE(id, 0) << done.dump(2);
 
   auto candidates = server.get("/v1/generations/" + std::to_string(id) + "/candidates");
   ASSERT_EQ(candidates.status, 200);
@@ -148,4 +157,24 @@ TEST(GenerateJob, MissingOpFailsWithoutRetry) {
   EXPECT_EQ(job->state, kforge::db::JobState::failed) << "a missing op must not be retried";
   EXPECT_EQ(job->attempt, 1);
   EXPECT_NE(job->errors_json.find("does not exist"), std::string::npos) << job->errors_json;
+}
+
+// An op the teacher cannot lower (no trained model, so the teacher is the only source):
+// the generation fails, not "succeeded with no correct kernel among 0 candidates", and its
+// error names the teacher's refusal.
+TEST(GenerateJob, NoCandidateAtAllFailsWithTheTeachersReason) {
+  KFORGE_REQUIRE_DB();
+  kforge::test::ApiServer server;
+  json request = {{"op", json::parse(kforge::test::sample_op("tril_e2e", "torch.tril(x) + y"))},
+                  {"samples", 2},
+                  {"time_budget_s", 60}};
+  int64_t id = 0;
+  json done = generate_with_worker(server, request, "/tmp/kforge-test-generate-none-worker.log", 120s, id);
+  ASSERT_NE(id, 0) << done.dump(2);
+  ASSERT_EQ(done.value("status", ""), "failed") << done.dump(2);
+  std::string message = done["error"].value("message", "");
+  EXPECT_NE(message.find("no kernel could be produced"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot lower this op: aten::tril"), std::string::npos) << message;
+  EXPECT_EQ(message.find("among 0"), std::string::npos) << message;
+  EXPECT_EQ(done["candidates"].value("total", -1), 0) << done.dump(2);
 }

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+# KernelBench levels 1 and 2 through kforge: every problem through tools/import_kernelbench.py,
+# the teacher (kforge-codegen emit) and, with --check, the checker (kforge-worker check).
+# Fetches nothing: pass a KernelBench checkout (bench/kernelbench/README.md says how to get one).
+# Run: python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench [--check --target cuda --device cuda]
+"""Writes bench/results/kernelbench.json: per level `problems`, `imported`, `lowered`,
+`verified_share`, `fast1_vs_eager`, `fast1_vs_compile` and the tallied refusal, lowering
+and check-failure reasons, plus one row per problem.
+
+fast_1 is KernelBench's fast_p at p = 1: the share of all problems of the level (not of
+the imported ones) with a correct, unflagged kernel faster than the baseline.
+"""
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMPORTER = os.path.join(ROOT, "tools", "import_kernelbench.py")
+EXTENSIONS = {"opencl": "cl", "cuda": "cu", "triton": "py"}
+
+
+def run(cmd, timeout, memory_gib=None):
+    def limit():  # the importer runs problems' own code: a runaway allocation fails, not the host
+        resource.setrlimit(resource.RLIMIT_AS, (memory_gib << 30, memory_gib << 30))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=limit if memory_gib else None)
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout} s"
+    except OSError as exc:  # e.g. the binary is being relinked
+        return 127, "", f"cannot run {cmd[0]}: {exc.strerror}"
+    if proc.returncode < 0 and not proc.stderr.strip():
+        return proc.returncode, proc.stdout, f"killed by signal {-proc.returncode}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def level_dir(checkout, level):
+    for candidate in (os.path.join(checkout, "KernelBench", f"level{level}"), os.path.join(checkout, f"level{level}")):
+        if os.path.isdir(candidate):
+            return candidate
+    sys.exit(f"run.py: no level{level} folder under {checkout} (expected KernelBench/level{level})")
+
+
+def problem_number(path):
+    match = re.match(r"(\d+)_", os.path.basename(path))
+    return int(match.group(1)) if match else 1 << 30
+
+
+def first_line(text):
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def refusal_reason(stderr):
+    """The importer's one-line reason with the problem's own names blanked, so that equal
+    causes tally together (submodule 'conv' is a ...Conv2d -> module Conv2d)."""
+    line = first_line(stderr)
+    line = re.sub(r"^import_kernelbench: cannot convert \S+: ", "", line)
+    if "does not run" in line or re.match(r"(Model\(\*get_init_inputs\(\)\)|get_inputs\(\)) fails:", line):
+        match = re.search(r"(\w+Error|\w+Exception)", line)
+        return f"problem does not run: {match.group(1) if match else line[:80]}"
+    patterns = [
+        (r"submodule '[^']*' is a [\w.]*\.(\w+)", r"module \1"),
+        (r"forward calls ([\w.]+), which has no TorchScript builtin", r"function \1 has no builtin"),
+        (r"forward reads tensor attribute \.(\w+).*", r"tensor attribute .\1"),
+        (r"get_inputs\(\)\[\d+\] is a (\w+).*", r"input of type \1"),
+        (r"forward cannot be traced.*", "untraceable forward (control flow)"),
+        (r"(killed by signal \d+|timed out)", r"importer \1"),
+        (r"generated source fails: (\w+).*", r"generated source fails (\1)"),
+        (r"Model.forward fails at the CPU-checked scale.*?: (\w+).*", r"forward fails at the checked scale (\1)"),
+        (r"forward makes a constant tensor.*", "constant tensor in forward"),
+        (r"generated source disagrees.*", "generated source disagrees (importer bug)"),
+        (r"cannot scale the problem's sizes down.*", "cannot scale sizes down"),
+        (r"the scaled-down problem traces to a different program.*", "scaled problem traces differently"),
+        (r"'[^']*': (\w+) .*", r"\1 variant"),
+    ]
+    for pattern, replacement in patterns:
+        match = re.match(pattern, line)
+        if match:
+            return match.expand(replacement)
+    return re.sub(r"\d+", "#", line)[:120]
+
+
+def lowering_reason(stderr):
+    line = re.sub(r"^kforge-codegen: \S+: ", "", first_line(stderr))
+    return re.sub(r"'[^']*'|\b\d+\b", lambda m: "'_'" if m.group(0).startswith("'") else "#", line)[:120]
+
+
+def import_key(path):
+    """The importer's and the problem's text: an import is redone only when either changed."""
+    digest = hashlib.sha256()
+    for source in (IMPORTER, path):
+        with open(source, "rb") as file:
+            digest.update(file.read())
+    return digest.hexdigest()
+
+
+def import_problem(path, level, ops_dir, timeout, python, memory_gib):
+    name = os.path.splitext(os.path.basename(path))[0]
+    op_path = os.path.join(ops_dir, f"level{level}", f"{name}.json")
+    cached_path = os.path.join(ops_dir, f"level{level}", f"{name}.import.json")
+    key = import_key(path)
+    if os.path.exists(cached_path):
+        with open(cached_path) as file:
+            cached = json.load(file)
+        if cached.get("key") == key and (not cached["row"]["imported"] or os.path.exists(op_path)):
+            return dict(cached["row"])
+    row = fresh_import(path, level, op_path, timeout, python, memory_gib, name)
+    with open(cached_path, "w") as file:
+        json.dump({"key": key, "row": row}, file)
+    return dict(row)
+
+
+def fresh_import(path, level, op_path, timeout, python, memory_gib, name):
+    started = time.time()
+    rc, out, err = run([python, IMPORTER, path, "-o", op_path, "--level", str(level)], timeout, memory_gib)
+    row = {"problem": name, "level": level, "import_s": round(time.time() - started, 1)}
+    if rc == 0:
+        row["imported"] = True
+        row["op"] = os.path.relpath(op_path, ROOT) if op_path.startswith(ROOT) else op_path
+    else:
+        row["imported"] = False
+        row["refusal"] = refusal_reason(err or out)
+        row["message"] = first_line(err or out)[:400]
+    return row
+
+
+def lower(row, bin_dir, target, programs_dir, timeout):
+    rc, program, err = run([os.path.join(bin_dir, "kforge-codegen"), "emit", row["op"], "0", "--target", target], timeout)
+    if rc != 0 or not program.strip():
+        row["lowered"] = False
+        row["lowering_failure"] = lowering_reason(err or program or f"exit {rc}")
+        return None
+    row["lowered"] = True
+    path = os.path.join(programs_dir, f"level{row['level']}", f"{row['problem']}.{EXTENSIONS[target]}")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as file:
+        file.write(program)
+    return path
+
+
+def check(row, program, args):
+    cmd = [os.path.join(args.bin, "kforge-worker"), "check", row["op"], program, "--device", args.device]
+    cmd += (["--target", args.target] if args.target != "opencl" else []) + args.check_flags.split()
+    if args.timing_lock:
+        cmd += ["--timing-lock", os.path.abspath(args.timing_lock)]
+    rc, out, err = run(cmd, args.check_timeout)
+    try:
+        result = json.loads(out)
+    except ValueError:
+        row["outcome"] = "harness_failure"
+        row["message"] = first_line(err or out)[:400]
+        return
+    row["outcome"] = result.get("outcome")
+    row["suspicious"] = bool(result.get("suspicious"))
+    for key in ("speedup_vs_eager", "speedup_vs_compile"):
+        row[key] = result.get(key)
+    if row["speedup_vs_eager"] is None:
+        row["speedup_vs_eager"] = result.get("speedup")
+    for side in ("kernel", "baseline", "baseline_compile"):
+        if result.get(side):
+            row[f"{side}_ms"] = result[side].get("median_ms")
+    if row["outcome"] != "correct":
+        row["message"] = (result.get("message") or "")[:400]
+
+
+def summarize(rows, checked):
+    tally = collections.Counter
+    imported = [r for r in rows if r["imported"]]
+    lowered = [r for r in imported if r.get("lowered")]
+    summary = {"problems": len(rows), "imported": len(imported),
+               "lowered": len(lowered) if any("lowered" in r for r in imported) or not imported else None,
+               "verified_share": None, "fast1_vs_eager": None, "fast1_vs_compile": None,
+               "refusal_reasons": dict(tally(r["refusal"] for r in rows if not r["imported"]).most_common()),
+               "lowering_failures": dict(tally(r["lowering_failure"] for r in imported
+                                                if "lowering_failure" in r).most_common())}
+    if not checked or not rows:
+        return summary
+    verified = [r for r in lowered if r.get("outcome") == "correct" and not r.get("suspicious")]
+    summary["verified_share"] = round(len(verified) / len(rows), 4)
+    summary["fast1_vs_eager"] = round(sum(1 for r in verified if (r.get("speedup_vs_eager") or 0) > 1) / len(rows), 4)
+    if any(r.get("speedup_vs_compile") is not None for r in verified):
+        summary["fast1_vs_compile"] = round(
+            sum(1 for r in verified if (r.get("speedup_vs_compile") or 0) > 1) / len(rows), 4)
+    summary["check_outcomes"] = dict(tally(r.get("outcome") for r in lowered).most_common())
+    return summary
+
+
+def environment(args):
+    env = {"host": platform.node(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    try:
+        env["commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                       text=True).stdout.strip()
+        if os.path.exists(os.path.join(args.kernelbench, ".git")):  # else git would answer for an enclosing repo
+            env["kernelbench_commit"] = subprocess.run(["git", "-C", args.kernelbench, "rev-parse", "--short", "HEAD"],
+                                                       capture_output=True, text=True).stdout.strip() or None
+    except OSError:
+        pass
+    if os.path.exists(os.path.join(args.kernelbench, "COMMIT")):
+        with open(os.path.join(args.kernelbench, "COMMIT")) as file:
+            env["kernelbench_commit"] = file.read().strip()
+    return env
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernelbench", required=True, help="KernelBench checkout (holds KernelBench/level1...)")
+    parser.add_argument("--levels", default="1,2")
+    parser.add_argument("--only", default="", help="comma-separated problem numbers or name substrings")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "kernelbench.json"))
+    parser.add_argument("--work", default=os.path.join(ROOT, "var", "kernelbench"), help="ops and programs go here")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    parser.add_argument("--lower", action="store_true", help="also run the teacher (kforge-codegen emit)")
+    parser.add_argument("--check", action="store_true", help="lower, then check each program (implies --lower)")
+    parser.add_argument("--target", default="opencl", choices=sorted(EXTENSIONS))
+    parser.add_argument("--device", default="", help="kforge-worker check --device (default: cuda, or PoCL's cpu)")
+    parser.add_argument("--check-flags", default="--trials 3", help="extra kforge-worker check flags")
+    parser.add_argument("--timing-lock", default="", help="a file: checks run side by side take turns to time")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the rows already in --out and replace only the selected problems' rows")
+    parser.add_argument("--jobs", type=int, default=1, help="problems imported (and checked) side by side")
+    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
+                        help="a python with torch for the importer")
+    parser.add_argument("--import-memory-gib", type=int, default=8, help="address-space limit of one import")
+    parser.add_argument("--import-timeout", type=int, default=300)
+    parser.add_argument("--check-timeout", type=int, default=900)
+    args = parser.parse_args(argv)
+    args.lower = args.lower or args.check
+    if not args.device:
+        args.device = "cpu" if args.target == "opencl" else "cuda"
+    if args.jobs > 1 and args.check and not args.timing_lock:
+        args.timing_lock = os.path.join(args.work, "timing.lock")
+
+    levels = [int(level) for level in args.levels.split(",") if level]
+    wanted = [w for w in args.only.split(",") if w]
+    work = []
+    for level in levels:
+        folder = level_dir(args.kernelbench, level)
+        for name in sorted(os.listdir(folder), key=lambda n: problem_number(n)):
+            if not name.endswith(".py"):
+                continue
+            if wanted and not any(w == str(problem_number(name)) or (not w.isdigit() and w in name) for w in wanted):
+                continue
+            work.append((level, os.path.join(folder, name)))
+    for level in levels:
+        os.makedirs(os.path.join(args.work, "ops", f"level{level}"), exist_ok=True)
+
+    def one(item):
+        level, path = item
+        row = import_problem(path, level, os.path.join(args.work, "ops"), args.import_timeout, args.python,
+                             args.import_memory_gib)
+        if row["imported"] and args.lower:
+            program = lower(row, args.bin, args.target, os.path.join(args.work, "programs", args.target), 120)
+            if program and args.check:
+                check(row, program, args)
+        status = row.get("outcome") or ("lowered" if row.get("lowered") else row.get("lowering_failure")
+                                        if row["imported"] else row["refusal"])
+        print(f"level{level} {row['problem'][:48]:48s} {row['import_s']:6.1f}s {status}", flush=True)
+        return row
+
+    command = "python3 bench/kernelbench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    rows = []
+    env = environment(args)
+    kept, commands = [], [command]
+    if args.merge and os.path.exists(args.out):
+        with open(args.out) as file:
+            earlier = json.load(file)
+        selected = {(level, os.path.splitext(os.path.basename(path))[0]) for level, path in work}
+        kept = [r for r in earlier["rows"] if (r["level"], r["problem"]) not in selected]
+        commands = earlier.get("commands", [earlier.get("command")]) + [command]
+        env["earlier"] = earlier.get("environment")
+
+    def save():  # after every problem: a run cut short keeps what it measured
+        result = {"command": command, "commands": commands, "environment": env,
+                  "target": args.target if args.lower else None, "device": args.device if args.check else None,
+                  "checked": args.check, "complete": len(rows) == len(work)}
+        every = sorted(kept + rows, key=lambda r: (r["level"], problem_number(r["problem"])))
+        for level in sorted({r["level"] for r in every} | set(levels)):
+            result[f"level{level}"] = summarize([r for r in every if r["level"] == level], args.check)
+        result["rows"] = every
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as file:
+            json.dump(result, file, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+        return result
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for row in pool.map(one, work):
+            rows.append(row)
+            save()
+    result = save()
+    for level in levels:
+        s = result[f"level{level}"]
+        print(f"level{level}: problems {s['problems']} imported {s['imported']} lowered {s['lowered']} "
+              f"verified_share {s['verified_share']} fast1_vs_eager {s['fast1_vs_eager']} "
+              f"fast1_vs_compile {s['fast1_vs_compile']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
