@@ -20,6 +20,7 @@
 #include "worker/harness/checker.h"
 #include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
+#include "worker/jobs/model_files.h"
 #include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
@@ -67,16 +68,24 @@ spec::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
   return parsed.spec;
 }
 
-// The model version's directory if it holds trained weights, else "".
-std::string trained_model_dir(pqxx::connection& conn, int64_t model_id) {
-  if (model_id <= 0) return "";
+// The model version's files when it has trained weights this worker has or can fetch
+// (model_files.h); nullopt (the teacher proposes) when it has none, or they are on
+// another host and no server is configured to fetch them from.
+std::optional<ModelFiles> trained_model_files(pqxx::connection& conn, int64_t model_id,
+                                              const ModelFetchOptions& fetch) {
+  if (model_id <= 0) return std::nullopt;
   auto model = db::model_get(conn, model_id);
-  if (!model || model->state != "ready" || model->path.empty()) return "";
-  if (!std::filesystem::exists(std::filesystem::path(model->path) / "config.json")) return "";
-  return model->path;
+  if (!model || model->state != "ready") return std::nullopt;
+  if (model->files_json.find("\"config.json\"") == std::string::npos) return std::nullopt;
+  try {
+    return model_files_resolve(*model, fetch, "model");
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // not here and nowhere to fetch from: the teacher's note says so
+  }
 }
 
-worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url) {
+worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url,
+                                const ModelFetchOptions& fetch) {
   auto started = std::chrono::steady_clock::now();
   GenerateArgs args;
   try {
@@ -95,9 +104,14 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   ctx.report_progress(json{{"phase", "preparing"}, {"checked", 0}, {"total", args.samples}}.dump());
   std::string note;
   std::vector<CandidateProgram> programs;
-  std::string model_dir = trained_model_dir(*conn, args.model_id);
-  if (!model_dir.empty()) {
-    programs = policy_candidates(spec, model_dir, args.model_id, args.samples, args.seed);
+  std::optional<ModelFiles> model_files;
+  try {
+    model_files = trained_model_files(*conn, args.model_id, fetch);  // a failed download throws: retried
+  } catch (const ModelFileMismatch& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+  if (model_files) {
+    programs = policy_candidates(spec, model_files->dir, args.model_id, args.samples, args.seed);
   } else {
     note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
     programs = teacher_candidates(spec, args.samples, &note, args.target);
@@ -160,9 +174,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   json result = {{"checked", checked},
                  {"proposed", programs.size()},
                  {"by_outcome", by_outcome},
-                 {"generator", model_dir.empty() ? "teacher" : "policy"},
+                 {"generator", model_files ? "policy" : "teacher"},
                  {"out_of_time", out_of_time}};
   if (!note.empty()) result["note"] = note;
+  if (model_files) {
+    result["model_files"] = {{"source", model_files->source},
+                             {"fetched", model_files->fetched},
+                             {"cached", model_files->cached},
+                             {"bytes_fetched", model_files->bytes_fetched}};
+  }
   GenerationAnswer answer = choose_answer(correct, checked);
   if (answer.best_id) {
     const db::CandidateRecord& chosen = correct_records[*answer.best_id];
@@ -239,8 +259,9 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
   return programs;
 }
 
-void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url) {
-  registry.add("generate", [database_url](worker::JobContext& ctx) { return run_generate(ctx, database_url); });
+void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
+                           const ModelFetchOptions& fetch) {
+  registry.add("generate", [database_url, fetch](worker::JobContext& ctx) { return run_generate(ctx, database_url, fetch); });
 }
 
 }  // namespace kforge::jobs
