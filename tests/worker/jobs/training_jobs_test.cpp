@@ -626,7 +626,9 @@ TEST(TrainingJobs, RemoteWorkerFetchesModelFilesIntoItsSha256Cache) {
   EXPECT_EQ(cached, recorded);
 
   // The server's copy is gone: only the cache can serve the second generation.
-  fs::remove_all(model["path"].get<std::string>());
+  auto row = kforge::db::model_get(*kforge::db::connect(server.database.url()), model["id"].get<int64_t>());
+  ASSERT_TRUE(row && !row->path.empty());
+  fs::remove_all(row->path);
   json second = generate("kforge-micro");
   ASSERT_EQ(second.value("status", ""), "succeeded") << second.dump(2);
   EXPECT_EQ(second["result"]["generator"], "policy");
@@ -640,6 +642,8 @@ TEST(TrainingJobs, RemoteWorkerFetchesModelFilesIntoItsSha256Cache) {
     fs::copy_file(entry.path(), tampered / entry.path().filename());
     fs::permissions(tampered / entry.path().filename(), fs::perms::owner_write, fs::perm_options::add);  // blobs are 0444
   }
+  // Trailing whitespace (still valid JSON) gives config.json a digest the cache lacks.
+  std::ofstream(tampered / "config.json", std::ios::app) << "\n";
   auto registered = server.post("/v1/models", json{{"name", "kforge-tampered"}, {"path", tampered.string()}}.dump(), server.admin);
   ASSERT_EQ(registered.status, 201) << registered.body;
   std::string recorded_digest;
