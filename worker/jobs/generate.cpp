@@ -6,6 +6,7 @@
 #include "worker/jobs/generate_answer.h"
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 #include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/model_files.h"
+#include "worker/jobs/quiet_window.h"
 #include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
@@ -140,12 +142,26 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::vector<RankedCandidate> correct;
   int checked = 0;
   bool out_of_time = false;
+  // Timing on a busy machine: wait for a quiet moment before each check, within the
+  // generation's allowance and budget; a kernel timed while others still used the CPU
+  // is answered all the same, its timing marked unreliable (below).
+  const double quiet_allowance_s = quiet_wait_allowance_s(args.time_budget_s);
+  double quiet_waited_s = 0;
+  int quiet_waits = 0, quiet_found = 0;
+  std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (elapsed > args.time_budget_s) {
       out_of_time = true;
       break;
+    }
+    double room = std::min(quiet_allowance_s - quiet_waited_s, args.time_budget_s - elapsed);
+    if (room > 0) {
+      QuietWait wait = wait_for_quiet(room, options.max_contention, [&ctx] { return ctx.cancelled(); });
+      quiet_waited_s += wait.waited_s;
+      ++quiet_waits;
+      quiet_found += wait.quiet ? 1 : 0;
     }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
@@ -161,6 +177,9 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                             : result.message;
       correct.push_back({id, *record.speedup, record.flagged, reason});
       correct_records[id] = record;
+      for (const auto* stats : {&result.kernel, &result.baseline}) {
+        if (*stats && (*stats)->disturbed) disturbed_cores[id] = std::max(disturbed_cores[id], (*stats)->others_cores);
+      }
       if (!record.flagged && (!best || *record.speedup > *best->speedup)) best = record;
     }
     ctx.report_progress(json{{"phase", "checking"},
@@ -194,6 +213,25 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   } else {
     result["best_candidate_id"] = nullptr;
   }
+  json timing = {{"quiet_wait_s", quiet_waited_s},
+                 {"quiet_wait_allowance_s", quiet_allowance_s},
+                 {"quiet_waits", quiet_waits},
+                 {"quiet_found", quiet_found},
+                 {"max_contention", options.max_contention},
+                 {"reliable", nullptr}};
+  if (answer.best_id) {
+    auto disturbed = disturbed_cores.find(*answer.best_id);
+    timing["reliable"] = disturbed == disturbed_cores.end();
+    if (disturbed != disturbed_cores.end()) {
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "timing unreliable: other processes used %.2f cores while this kernel or the eager baseline was "
+                    "timed (quiet means at most %.2f); waited %.1f s of %.1f s allowed for a quiet window",
+                    disturbed->second, options.max_contention, quiet_waited_s, quiet_allowance_s);
+      timing["note"] = text;
+    }
+  }
+  result["timing"] = timing;
   result["best_flagged"] = answer.best_flagged;
   result["eager_wins"] = answer.eager_wins;
   if (!answer.message.empty()) result["message"] = answer.message;
