@@ -22,6 +22,7 @@
 #include "db/queue.h"
 #include "tests/server/api_fixture.h"
 #include "tests/support/processes.h"
+#include "tests/support/sft_pairs.h"
 #include "worker/harness/devices.h"
 
 using namespace std::chrono_literals;
@@ -85,24 +86,7 @@ std::vector<json> collect(kforge::test::ApiServer& server, const std::string& pa
 // Synthetic prompt/completion pairs in the kforge-tiny template, long enough that
 // a step of the micro model takes measurable time (the kill test needs a window).
 std::string write_pairs(const DataDir& data, int count, int body_lines) {
-  fs::path path = data.path / "pairs.jsonl";
-  std::ofstream out(path);
-  for (int pair_idx = 0; pair_idx < count; ++pair_idx) {
-    std::string name = "op" + std::to_string(pair_idx % 12);
-    std::string completion = "// kforge-launch: " + name + " grid=cdiv(numel(x),256) block=256 args=x,out,numel(x)\n"
-                             "__kernel void " + name + "(__global const float* x, __global float* out, int n) {\n";
-    for (int line_idx = 0; line_idx < body_lines; ++line_idx) {
-      completion += "  int i" + std::to_string(line_idx) + " = get_global_id(0); if (i" + std::to_string(line_idx) +
-                    " < n) out[i" + std::to_string(line_idx) + "] = x[i" + std::to_string(line_idx) + "] * " +
-                    std::to_string(pair_idx + line_idx) + ".0f;\n";
-    }
-    completion += "}\n";
-    std::string prompt = "### op " + name + "\n### target opencl\n### inputs\nx: float32[" +
-                         std::to_string(64 + pair_idx) + "]\n### source\ndef forward(x: Tensor) -> Tensor:\n    return x * " +
-                         std::to_string(pair_idx) + "\n### kernel\n";
-    out << json{{"prompt", prompt}, {"completion", completion}, {"op", name}}.dump() << "\n";
-  }
-  return path.string();
+  return kforge::test::write_sft_pairs((data.path / "pairs.jsonl").string(), count, body_lines);
 }
 
 int max_metric_step(const std::string& database_url, int64_t job_id) {

@@ -14,6 +14,7 @@
 
 #include "tests/support/http_client.h"
 #include "tests/support/processes.h"
+#include "tests/support/sft_pairs.h"
 #include "worker/train/distributed.h"
 
 namespace fs = std::filesystem;
@@ -33,24 +34,7 @@ struct TempDir {
 
 // 48 templated op/kernel pairs over 12 ops (every tenth op is held out for validation).
 std::string write_pairs(const fs::path& dir) {
-  fs::path path = dir / "pairs.jsonl";
-  std::ofstream out(path);
-  for (int pair_idx = 0; pair_idx < 48; ++pair_idx) {
-    std::string name = "op" + std::to_string(pair_idx % 12);
-    std::string completion = "// kforge-launch: " + name + " grid=cdiv(numel(x),256) block=256 args=x,out,numel(x)\n"
-                             "__kernel void " + name + "(__global const float* x, __global float* out, int n) {\n";
-    for (int line_idx = 0; line_idx < 3; ++line_idx) {
-      std::string i = "i" + std::to_string(line_idx);
-      completion += "  int " + i + " = get_global_id(0); if (" + i + " < n) out[" + i + "] = x[" + i + "] * " +
-                    std::to_string(pair_idx + line_idx) + ".0f;\n";
-    }
-    completion += "}\n";
-    std::string prompt = "### op " + name + "\n### target opencl\n### inputs\nx: float32[" +
-                         std::to_string(64 + pair_idx) + "]\n### source\ndef forward(x: Tensor) -> Tensor:\n    return x * " +
-                         std::to_string(pair_idx) + "\n### kernel\n";
-    out << json{{"prompt", prompt}, {"completion", completion}, {"op", name}}.dump() << "\n";
-  }
-  return path.string();
+  return kforge::test::write_sft_pairs((dir / "pairs.jsonl").string(), 48, 3);
 }
 
 // kforge-train sft with `batch` sequences per step; env adds KFORGE_RANK and friends.
