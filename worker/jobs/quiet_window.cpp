@@ -39,7 +39,7 @@ QuietWait wait_for_quiet(double max_wait_s, double max_contention, const std::fu
 }
 
 double quiet_wait_allowance_s(double time_budget_s) {
-  double configured = std::stod(env_or("KFORGE_QUIET_WAIT_S", "20"));
+  double configured = std::stod(env_or("KFORGE_QUIET_WAIT_S", "10"));
   return std::max(0.0, std::min(configured, time_budget_s / 4));
 }
 

@@ -26,7 +26,7 @@ QuietWait wait_for_quiet(double max_wait_s, double max_contention, const std::fu
                          const ContentionProbe& probe = {}, double probe_s = 0.25);
 
 //! A generation's quiet-window allowance: the seconds it may spend waiting across all its
-//! checks, min(KFORGE_QUIET_WAIT_S (default 20; 0 = never wait), a quarter of its budget).
+//! checks, min(KFORGE_QUIET_WAIT_S (default 10; 0 = never wait), a quarter of its budget).
 double quiet_wait_allowance_s(double time_budget_s);
 
 }  // namespace kforge::jobs

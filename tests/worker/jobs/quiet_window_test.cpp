@@ -60,8 +60,8 @@ TEST(QuietWindow, TheRealMeterReadsTheMachine) {
 
 TEST(QuietWindow, AllowanceIsTheSmallerOfTheSettingAndAQuarterOfTheBudget) {
   unsetenv("KFORGE_QUIET_WAIT_S");
-  EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(600), 20);
-  EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(40), 10);
+  EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(600), 10);
+  EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(20), 5);
   setenv("KFORGE_QUIET_WAIT_S", "3", 1);
   EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(600), 3);
   setenv("KFORGE_QUIET_WAIT_S", "0", 1);
