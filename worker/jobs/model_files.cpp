@@ -180,10 +180,25 @@ fs::path link_view(const db::ModelRecord& model, const std::vector<FileEntry>& e
     if (ec) fs::copy_file(blob, building / entry.name, fs::copy_options::overwrite_existing);
   }
   fs::create_directories(view.parent_path());
-  std::error_code ec;
-  fs::remove_all(view, ec);  // an incomplete view from an interrupted run
+  std::error_code ec, ignored;
+  fs::rename(building, view, ec);  // fails when a view (non-empty) is already there
+  if (!ec) return view;
+  if (complete_dir(view, entries)) {  // another slot put the same view in place first
+    fs::remove_all(building, ignored);
+    return view;
+  }
+  // A view whose files no longer match (a blob was fetched again since): moved aside, not
+  // deleted in place, so the swap is two renames.
+  fs::path stale = cache / "tmp" / ("stale-" + std::to_string(model.id) + "-" + unique_suffix());
+  fs::rename(view, stale, ignored);
   fs::rename(building, view, ec);
-  if (ec) fs::remove_all(building, ec);  // another slot renamed the same view first
+  fs::remove_all(stale, ignored);
+  if (ec) {
+    fs::remove_all(building, ignored);
+    if (!complete_dir(view, entries)) {
+      throw std::runtime_error("cannot put model files in place at " + view.string() + ": " + ec.message());
+    }
+  }
   return view;
 }
 
