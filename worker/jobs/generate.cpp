@@ -147,7 +147,8 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   // is answered all the same, its timing marked unreliable (below).
   const double quiet_allowance_s = quiet_wait_allowance_s(args.time_budget_s);
   double quiet_waited_s = 0;
-  int quiet_waits = 0, quiet_found = 0;
+  int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0;
+  constexpr double kBusySpellS = 60;  // after a wait that found no quiet window, this worker stops waiting a while
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
@@ -157,11 +158,14 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       break;
     }
     double room = std::min(quiet_allowance_s - quiet_waited_s, args.time_budget_s - elapsed);
-    if (room > 0) {
+    if (room > 0 && in_busy_spell(kBusySpellS)) {
+      ++quiet_skipped;
+    } else if (room > 0) {
       QuietWait wait = wait_for_quiet(room, options.max_contention, [&ctx] { return ctx.cancelled(); });
       quiet_waited_s += wait.waited_s;
       ++quiet_waits;
       quiet_found += wait.quiet ? 1 : 0;
+      if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
@@ -217,6 +221,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                  {"quiet_wait_allowance_s", quiet_allowance_s},
                  {"quiet_waits", quiet_waits},
                  {"quiet_found", quiet_found},
+                 {"quiet_skipped_busy_spell", quiet_skipped},
                  {"max_contention", options.max_contention},
                  {"reliable", nullptr}};
   if (answer.best_id) {

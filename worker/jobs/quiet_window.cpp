@@ -3,6 +3,8 @@
 #include "worker/jobs/quiet_window.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -37,6 +39,23 @@ QuietWait wait_for_quiet(double max_wait_s, double max_contention, const std::fu
   out.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;
 }
+
+namespace {
+// steady_clock nanoseconds when the last unsuccessful wait ended; 0: never.
+std::atomic<int64_t> g_busy_spell_ns{0};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool in_busy_spell(double spell_s) {
+  int64_t last = g_busy_spell_ns.load();
+  return last != 0 && static_cast<double>(now_ns() - last) < spell_s * 1e9;
+}
+
+void note_busy_spell() { g_busy_spell_ns.store(now_ns()); }
 
 double quiet_wait_allowance_s(double time_budget_s) {
   double configured = std::stod(env_or("KFORGE_QUIET_WAIT_S", "10"));

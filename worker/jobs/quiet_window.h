@@ -25,6 +25,13 @@ struct QuietWait {
 QuietWait wait_for_quiet(double max_wait_s, double max_contention, const std::function<bool()>& stop,
                          const ContentionProbe& probe = {}, double probe_s = 0.25);
 
+//! Process-wide memory of a busy spell: true when a wait that found no quiet window ended
+//! less than `spell_s` ago. Waiting again then would only repeat it (a queue of cached
+//! generations on a loaded machine would each wait out its allowance), so callers skip.
+bool in_busy_spell(double spell_s);
+//! Records that a wait just ended without finding a quiet window.
+void note_busy_spell();
+
 //! A generation's quiet-window allowance: the seconds it may spend waiting across all its
 //! checks, min(KFORGE_QUIET_WAIT_S (default 10; 0 = never wait), a quarter of its budget).
 double quiet_wait_allowance_s(double time_budget_s);

@@ -68,3 +68,11 @@ TEST(QuietWindow, AllowanceIsTheSmallerOfTheSettingAndAQuarterOfTheBudget) {
   EXPECT_DOUBLE_EQ(quiet_wait_allowance_s(600), 0);
   unsetenv("KFORGE_QUIET_WAIT_S");
 }
+
+TEST(QuietWindow, ABusySpellIsRememberedForItsLength) {
+  using kforge::jobs::in_busy_spell;
+  kforge::jobs::note_busy_spell();
+  EXPECT_TRUE(in_busy_spell(60));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(in_busy_spell(0.01)) << "a spell ends";
+}
