@@ -13,6 +13,8 @@
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
 #           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
+#   jaildiag  which jail layer hides NVIDIA's OpenCL platform from a jailed child: one check
+#           of an honest OpenCL kernel on the GPU per layer left out (KFORGE_SANDBOX_DISABLE)
 #   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
 #   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
@@ -139,6 +141,18 @@ stage_harness() {
   bounded python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
 }
 
+stage_jaildiag() {
+  local layer
+  for layer in none env user network filesystem seccomp limits all; do
+    local disable=$layer
+    [ "$layer" = none ] && disable=
+    local line
+    line=$(KFORGE_SANDBOX_DISABLE=$disable bounded build-gpu/bin/kforge-worker check suite/level2/silu_mul.json \
+      tests/worker/harness/adversarial_gpu/honest.cl --target opencl --device gpu --trials 2 --no-time 2>&1 | tail -1)
+    log "jaildiag without $layer: ${line:0:300}"
+  done
+}
+
 # Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
 stage_diag() {
   local torch_lib
@@ -163,7 +177,7 @@ stage_summarize() {
 for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
-    test|check|timing|e2e|adversarial|harness|teacher|diag|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

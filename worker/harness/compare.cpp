@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <limits>
+#include <thread>
+#include <vector>
 #include <sstream>
 
 namespace kforge::harness {
@@ -88,10 +91,10 @@ bool values_match(double want, double got, bool is_float, double atol, double rt
 // within tolerance (nearly every element) takes the short test; the rest the full rule.
 // Typed, so the compiler sees a plain loop (~20x the per-element dtype dispatch).
 template <typename Raw, typename Decode>
-void compare_typed(const uint8_t* expected, const uint8_t* actual, int64_t count, bool is_float, double atol,
-                   double rtol, Decode decode, CompareResult& result) {
+void compare_typed(const uint8_t* expected, const uint8_t* actual, int64_t begin, int64_t end, bool is_float,
+                   double atol, double rtol, Decode decode, CompareResult& result) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  for (int64_t idx = 0; idx < count; ++idx) {
+  for (int64_t idx = begin; idx < end; ++idx) {
     Raw want_raw, got_raw;
     std::memcpy(&want_raw, expected + idx * sizeof(Raw), sizeof(Raw));
     std::memcpy(&got_raw, actual + idx * sizeof(Raw), sizeof(Raw));
@@ -115,32 +118,61 @@ float bfloat16_to_float(uint16_t v) {
   return f;
 }
 
-}  // namespace
-
-CompareResult compare_output(const HostTensor& expected, const uint8_t* actual, double atol, double rtol) {
+// Elements [begin, end) of one output.
+CompareResult compare_range(const HostTensor& expected, const uint8_t* actual, int64_t begin, int64_t end,
+                            double atol, double rtol) {
   CompareResult result;
-  const int64_t count = expected.numel();
   const bool is_float = dtype_is_float(expected.dtype);
   const uint8_t* want = expected.data.data();
   switch (expected.dtype) {
     case DType::float32:
-      compare_typed<float>(want, actual, count, is_float, atol, rtol, [](float v) { return double{v}; }, result);
+      compare_typed<float>(want, actual, begin, end, is_float, atol, rtol, [](float v) { return double{v}; }, result);
       break;
     case DType::float16:
-      compare_typed<uint16_t>(want, actual, count, is_float, atol, rtol, half_to_float, result);
+      compare_typed<uint16_t>(want, actual, begin, end, is_float, atol, rtol, half_to_float, result);
       break;
     case DType::bfloat16:
-      compare_typed<uint16_t>(want, actual, count, is_float, atol, rtol, bfloat16_to_float, result);
+      compare_typed<uint16_t>(want, actual, begin, end, is_float, atol, rtol, bfloat16_to_float, result);
       break;
     case DType::int32:
-      compare_typed<int32_t>(want, actual, count, is_float, atol, rtol, [](int32_t v) { return double(v); }, result);
+      compare_typed<int32_t>(want, actual, begin, end, is_float, atol, rtol, [](int32_t v) { return double(v); },
+                             result);
       break;
     case DType::int64:
-      compare_typed<int64_t>(want, actual, count, is_float, atol, rtol, [](int64_t v) { return double(v); }, result);
+      compare_typed<int64_t>(want, actual, begin, end, is_float, atol, rtol, [](int64_t v) { return double(v); },
+                             result);
       break;
     case DType::boolean:
-      compare_typed<uint8_t>(want, actual, count, is_float, atol, rtol, [](uint8_t v) { return double(v); }, result);
+      compare_typed<uint8_t>(want, actual, begin, end, is_float, atol, rtol, [](uint8_t v) { return double(v); },
+                             result);
       break;
+  }
+  return result;
+}
+
+}  // namespace
+
+// Large outputs are compared in slices on several threads (the parent's cores are idle
+// between a candidate's trials; a GPU host has many): the verdict is the same, the first
+// bad element being the first of the first slice with one.
+CompareResult compare_output(const HostTensor& expected, const uint8_t* actual, double atol, double rtol) {
+  constexpr int64_t kSlice = int64_t{1} << 20;
+  const int64_t count = expected.numel();
+  const int64_t threads =
+      std::min<int64_t>({count / kSlice, std::max(1u, std::thread::hardware_concurrency()), int64_t{8}});
+  if (threads <= 1) return compare_range(expected, actual, 0, count, atol, rtol);
+  std::vector<CompareResult> parts(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int64_t part = 0; part < threads; ++part)
+    workers.emplace_back([&, part] {
+      parts[static_cast<size_t>(part)] =
+          compare_range(expected, actual, count * part / threads, count * (part + 1) / threads, atol, rtol);
+    });
+  for (auto& worker : workers) worker.join();
+  CompareResult result;
+  for (const auto& part : parts) {
+    if (result.ok && !part.ok) result = part;
+    else result.bad_count += part.bad_count;
   }
   return result;
 }

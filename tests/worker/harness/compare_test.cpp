@@ -85,14 +85,16 @@ TEST(Compare, HalfAndBfloat16AreWidenedBeforeTheTolerance) {
   EXPECT_DOUBLE_EQ(bad.actual, 3.0);
 }
 
-// A 64 MiB output with one bad element, the last: found, and counted once. (Its speed is
-// measured by bench/gpu/harness_bench.py, phases_ms.compare.)
-TEST(Compare, LargeOutputFindsItsOneBadElement) {
+// A 64 MiB output (compared in slices on several threads) with two bad elements in
+// different slices: the first is reported, both counted. (Its speed is measured by
+// bench/gpu/harness_bench.py, phases_ms.compare.)
+TEST(Compare, LargeOutputReportsItsFirstBadElementAcrossSlices) {
   std::vector<float> values(16 << 20);
   for (size_t idx = 0; idx < values.size(); ++idx) values[idx] = std::sin(float(idx));
   HostTensor expected = floats(values);
   values.back() += 1;
+  values[3 << 20] += 1;
   auto result = compare_output(expected, reinterpret_cast<const uint8_t*>(values.data()), 1e-5, 1e-5);
-  EXPECT_EQ(result.first_bad, int64_t(values.size() - 1));
-  EXPECT_EQ(result.bad_count, 1);
+  EXPECT_EQ(result.first_bad, int64_t{3} << 20);
+  EXPECT_EQ(result.bad_count, 2);
 }
