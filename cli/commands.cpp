@@ -87,6 +87,16 @@ void draw_progress(const json& gen, std::ostream& out) {
       << " candidates  " << gen["status"].get<std::string>() << "    " << std::flush;
 }
 
+// The generation's timing note when its kernel was timed on a busy machine (result.timing,
+// docs/api.md), as an indented line; "" when the timing is reliable or unknown.
+std::string timing_warning(const json& gen) {
+  const json result = gen.value("result", json::object());
+  if (!result.is_object() || !result.contains("timing") || !result["timing"].is_object()) return "";
+  const json& timing = result["timing"];
+  if (timing.value("reliable", json()) != json(false)) return "";
+  return "  " + timing.value("note", std::string("timing unreliable")) + "\n";
+}
+
 int show_generation_result(const json& gen, std::ostream& out, std::ostream& err) {
   std::string status = gen["status"];
   if (status != "succeeded") {
@@ -109,7 +119,8 @@ int show_generation_result(const json& gen, std::ostream& out, std::ostream& err
     out << result["message"].get<std::string>() << "\n";
   out << "best kernel: candidate " << best["id"] << " on " << best.value("device", "") << ", speedup "
       << fmt_number(best["speedup"]) << "x (" << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch "
-      << fmt_number(best["baseline_ms"], 4) << " ms)\n\n"
+      << fmt_number(best["baseline_ms"], 4) << " ms)\n"
+      << timing_warning(gen) << "\n"
       << best.value("source", "") << "\n";
   return 0;
 }
@@ -274,7 +285,8 @@ void print_demo_result(const std::string& name, const json& gen, double seconds,
     return;
   }
   out << "verified kernel, candidate " << best["id"] << ", speedup " << fmt_number(best["speedup"]) << "x ("
-      << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch " << fmt_number(best["baseline_ms"], 4) << " ms)\n";
+      << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch " << fmt_number(best["baseline_ms"], 4) << " ms)\n"
+      << timing_warning(gen);
   std::istringstream source(best.value("source", ""));
   std::string line;
   for (int line_idx = 0; line_idx < 4 && std::getline(source, line); ++line_idx) out << "    " << line << "\n";

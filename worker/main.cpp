@@ -104,8 +104,15 @@ int main(int argc, char** argv) {
   }
   kforge::worker::HandlerRegistry registry = kforge::worker::default_registry();
 #ifdef KFORGE_WITH_GENERATE
-  kforge::jobs::register_generate_job(registry, options.database_url);
-  kforge::jobs::register_training_jobs(registry, kforge::jobs::TrainingJobOptions::from_env(options.database_url));
+  try {
+    // Model files of versions trained elsewhere: KFORGE_SERVER_URL, KFORGE_TOKEN, KFORGE_MODEL_CACHE.
+    auto training = kforge::jobs::TrainingJobOptions::from_env(options.database_url);
+    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files);
+    kforge::jobs::register_training_jobs(registry, training);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge-worker: " << e.what() << "\n";
+    return 2;
+  }
 #endif
   return kforge::worker::run_worker(options, registry, g_stop);
 #else

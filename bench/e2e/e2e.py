@@ -69,8 +69,10 @@ def follow(api, jobs, timeout_s):
                 job["first_candidate_s"] = round(now, 2)
             if gen["status"] in DONE:
                 best = gen.get("best") or {}
+                timing = (gen.get("result") or {}).get("timing") or {}
                 job.update(status=gen["status"], finished_s=round(now, 2), speedup=best.get("speedup"),
-                           verified=best.get("outcome") == "correct", generator=(gen.get("result") or {}).get("generator"))
+                           verified=best.get("outcome") == "correct", generator=(gen.get("result") or {}).get("generator"),
+                           quiet_wait_s=timing.get("quiet_wait_s"), timing_reliable=timing.get("reliable"))
                 job.setdefault("first_candidate_s", round(now, 2))  # finished between two polls
                 if job["verified"]:
                     job["verified_s"] = round(now, 2)
@@ -192,8 +194,14 @@ def main():
         "throughput": throughput,
         "load_average_1min": {"min": min(loads), "mean": round(statistics.mean(loads), 2), "max": max(loads),
                               "samples": len(loads), "cores": os.cpu_count()},
+        # How long generations waited for a quiet window before timing (docs/jobs.md), and how
+        # many verified kernels were still timed on a busy machine.
+        "quiet_wait_s": {"p50": quantile([job.get("quiet_wait_s") or 0 for job in latency], 0.5),
+                         "max": max([job.get("quiet_wait_s") or 0 for job in latency], default=None)},
+        "timing_unreliable": "%d/%d" % (sum(1 for job in latency if job.get("timing_reliable") is False), len(verified)),
         "latency_rows": [{key: job.get(key) for key in ("op", "first_candidate_s", "verified_s", "status",
-                                                        "speedup", "generator")} for job in latency],
+                                                        "speedup", "generator", "quiet_wait_s", "timing_reliable")}
+                         for job in latency],
         "duration_s": round(time.time() - started, 1),
         "environment": {"platform": platform.platform(), "cores": os.cpu_count(),
                         "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,

@@ -7,8 +7,26 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "worker/harness/program.h"
 
 namespace kforge::jobs {
+namespace {
+
+// PostgreSQL text holds neither NUL nor invalid UTF-8, and a sampled policy's bytes may
+// be either (the checker rejects such a program as format_error, which must still be
+// stored): each bad byte becomes U+FFFD.
+std::string storable_text(const std::string& text) {
+  static const std::string replacement = "\xEF\xBF\xBD";
+  std::string out, rest = text;
+  for (size_t bad; (bad = harness::invalid_utf8_offset(rest)) != std::string::npos; rest.erase(0, bad + 1)) {
+    out += rest.substr(0, bad) + replacement;
+  }
+  out += rest;
+  for (size_t nul; (nul = out.find('\0')) != std::string::npos;) out.replace(nul, 1, replacement);
+  return out;
+}
+
+}  // namespace
 
 CandidateWriter::CandidateWriter(const std::string& database_url, const worker::JobContext& ctx)
     : link_(database_url), ctx_(ctx) {
@@ -47,8 +65,11 @@ bool CandidateWriter::begin() {
 }
 
 std::optional<int64_t> CandidateWriter::write(const db::CandidateRecord& record) {
+  db::CandidateRecord stored = record;
+  stored.source = storable_text(record.source);
+  stored.message = storable_text(record.message);
   auto id = retry("write candidate",
-                  [&](pqxx::connection& conn) { return db::candidate_write(conn, lease_, record); });
+                  [&](pqxx::connection& conn) { return db::candidate_write(conn, lease_, stored); });
   return id ? *id : std::nullopt;
 }
 

@@ -14,7 +14,7 @@
 #include "db/models.h"
 #include "db/sql.h"
 #include "worker/harness/host_devices.h"
-#include "worker/jobs/model_store.h"
+#include "worker/jobs/model_files.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/model_policy.h"
@@ -40,7 +40,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   auto conn = db::connect(options.database_url);
   auto model = db::model_get(*conn, args.model_id);
   if (!model) throw std::invalid_argument("model: model id " + std::to_string(args.model_id) + " does not exist");
-  std::string model_dir = model_weights_dir(*model, "model");
+  std::string model_dir = model_files_resolve(*model, options.model_files, "model").dir;
   SuiteRef suite = resolve_evaluation_suite(args.suite, options.suite_dir);
   auto ops = load_suite_ops(suite, args.check.limit_ops);
   std::vector<train::Task> tasks = suite_tasks(ops, train::PromptStyle::kforge_tiny);

@@ -6,6 +6,7 @@
 #include "worker/jobs/generate_answer.h"
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -20,6 +21,8 @@
 #include "worker/harness/checker.h"
 #include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
+#include "worker/jobs/model_files.h"
+#include "worker/jobs/quiet_window.h"
 #include "worker/jobs/result_store_db.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/prompt_template.h"
@@ -67,16 +70,24 @@ spec::OpSpec load_op(pqxx::connection& conn, int64_t op_id) {
   return parsed.spec;
 }
 
-// The model version's directory if it holds trained weights, else "".
-std::string trained_model_dir(pqxx::connection& conn, int64_t model_id) {
-  if (model_id <= 0) return "";
+// The model version's files when it has trained weights this worker has or can fetch
+// (model_files.h); nullopt (the teacher proposes) when it has none, or they are on
+// another host and no server is configured to fetch them from.
+std::optional<ModelFiles> trained_model_files(pqxx::connection& conn, int64_t model_id,
+                                              const ModelFetchOptions& fetch) {
+  if (model_id <= 0) return std::nullopt;
   auto model = db::model_get(conn, model_id);
-  if (!model || model->state != "ready" || model->path.empty()) return "";
-  if (!std::filesystem::exists(std::filesystem::path(model->path) / "config.json")) return "";
-  return model->path;
+  if (!model || model->state != "ready") return std::nullopt;
+  if (model->files_json.find("\"config.json\"") == std::string::npos) return std::nullopt;
+  try {
+    return model_files_resolve(*model, fetch, "model");
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // not here and nowhere to fetch from: the teacher's note says so
+  }
 }
 
-worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url) {
+worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url,
+                                const ModelFetchOptions& fetch) {
   auto started = std::chrono::steady_clock::now();
   GenerateArgs args;
   try {
@@ -95,9 +106,14 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   ctx.report_progress(json{{"phase", "preparing"}, {"checked", 0}, {"total", args.samples}}.dump());
   std::string note;
   std::vector<CandidateProgram> programs;
-  std::string model_dir = trained_model_dir(*conn, args.model_id);
-  if (!model_dir.empty()) {
-    programs = policy_candidates(spec, model_dir, args.model_id, args.samples, args.seed);
+  std::optional<ModelFiles> model_files;
+  try {
+    model_files = trained_model_files(*conn, args.model_id, fetch);  // a failed download throws: retried
+  } catch (const ModelFileMismatch& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+  if (model_files) {
+    programs = policy_candidates(spec, model_files->dir, args.model_id, args.samples, args.seed);
   } else {
     note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
     programs = teacher_candidates(spec, args.samples, &note, args.target);
@@ -126,12 +142,30 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::vector<RankedCandidate> correct;
   int checked = 0;
   bool out_of_time = false;
+  // Timing on a busy machine: wait for a quiet moment before each check, within the
+  // generation's allowance and budget; a kernel timed while others still used the CPU
+  // is answered all the same, its timing marked unreliable (below).
+  const double quiet_allowance_s = quiet_wait_allowance_s(args.time_budget_s);
+  double quiet_waited_s = 0;
+  int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0;
+  constexpr double kBusySpellS = 60;  // after a wait that found no quiet window, this worker stops waiting a while
+  std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (elapsed > args.time_budget_s) {
       out_of_time = true;
       break;
+    }
+    double room = std::min(quiet_allowance_s - quiet_waited_s, args.time_budget_s - elapsed);
+    if (room > 0 && in_busy_spell(kBusySpellS)) {
+      ++quiet_skipped;
+    } else if (room > 0) {
+      QuietWait wait = wait_for_quiet(room, options.max_contention, [&ctx] { return ctx.cancelled(); });
+      quiet_waited_s += wait.waited_s;
+      ++quiet_waits;
+      quiet_found += wait.quiet ? 1 : 0;
+      if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
@@ -147,6 +181,9 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                             : result.message;
       correct.push_back({id, *record.speedup, record.flagged, reason});
       correct_records[id] = record;
+      for (const auto* stats : {&result.kernel, &result.baseline}) {
+        if (*stats && (*stats)->disturbed) disturbed_cores[id] = std::max(disturbed_cores[id], (*stats)->others_cores);
+      }
       if (!record.flagged && (!best || *record.speedup > *best->speedup)) best = record;
     }
     ctx.report_progress(json{{"phase", "checking"},
@@ -169,9 +206,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   json result = {{"checked", checked},
                  {"proposed", programs.size()},
                  {"by_outcome", by_outcome},
-                 {"generator", model_dir.empty() ? "teacher" : "policy"},
+                 {"generator", model_files ? "policy" : "teacher"},
                  {"out_of_time", out_of_time}};
   if (!note.empty()) result["note"] = note;
+  if (model_files) {
+    result["model_files"] = {{"source", model_files->source},
+                             {"fetched", model_files->fetched},
+                             {"cached", model_files->cached},
+                             {"bytes_fetched", model_files->bytes_fetched}};
+  }
   GenerationAnswer answer = choose_answer(correct, checked);
   if (answer.best_id) {
     const db::CandidateRecord& chosen = correct_records[*answer.best_id];
@@ -183,6 +226,26 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   } else {
     result["best_candidate_id"] = nullptr;
   }
+  json timing = {{"quiet_wait_s", quiet_waited_s},
+                 {"quiet_wait_allowance_s", quiet_allowance_s},
+                 {"quiet_waits", quiet_waits},
+                 {"quiet_found", quiet_found},
+                 {"quiet_skipped_busy_spell", quiet_skipped},
+                 {"max_contention", options.max_contention},
+                 {"reliable", nullptr}};
+  if (answer.best_id) {
+    auto disturbed = disturbed_cores.find(*answer.best_id);
+    timing["reliable"] = disturbed == disturbed_cores.end();
+    if (disturbed != disturbed_cores.end()) {
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "timing unreliable: other processes used %.2f cores while this kernel or the eager baseline was "
+                    "timed (quiet means at most %.2f); waited %.1f s of %.1f s allowed for a quiet window",
+                    disturbed->second, options.max_contention, quiet_waited_s, quiet_allowance_s);
+      timing["note"] = text;
+    }
+  }
+  result["timing"] = timing;
   result["best_flagged"] = answer.best_flagged;
   result["eager_wins"] = answer.eager_wins;
   if (!answer.message.empty()) result["message"] = answer.message;
@@ -248,8 +311,9 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
   return programs;
 }
 
-void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url) {
-  registry.add("generate", [database_url](worker::JobContext& ctx) { return run_generate(ctx, database_url); });
+void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
+                           const ModelFetchOptions& fetch) {
+  registry.add("generate", [database_url, fetch](worker::JobContext& ctx) { return run_generate(ctx, database_url, fetch); });
 }
 
 }  // namespace kforge::jobs

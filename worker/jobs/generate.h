@@ -12,6 +12,7 @@
 
 #include "spec/job_spec.h"
 #include "spec/op_spec.h"
+#include "worker/jobs/model_files.h"
 #include "worker/worker.h"
 
 namespace kforge::jobs {
@@ -40,7 +41,9 @@ std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int c
 std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
                                                 int64_t model_id, int count, uint64_t seed);
 
-//! Registers the `generate` kind; each run opens its own connection to `database_url`.
-void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url);
+//! Registers the `generate` kind; each run opens its own connection to `database_url`
+//! and finds model files as `fetch` says (model_files.h).
+void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
+                           const ModelFetchOptions& fetch = {});
 
 }  // namespace kforge::jobs

@@ -104,19 +104,4 @@ db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVer
   std::ofstream(marker) << record.id << "\n";
   return record;
 }
-
-std::string model_weights_dir(const db::ModelRecord& model, const std::string& field) {
-  std::string label = model.name + "@" + std::to_string(model.version);
-  if (model.state != "ready") {
-    throw std::invalid_argument(field + ": model " + label + " is " + model.state + ", not ready");
-  }
-  if (model.path.empty()) throw std::invalid_argument(field + ": model " + label + " has no directory");
-  std::error_code ec;
-  if (!fs::exists(fs::path(model.path) / "config.json", ec)) {
-    throw std::invalid_argument(field + ": model " + label + " has no weights on this worker (no config.json in " +
-                                model.path + ")");
-  }
-  return model.path;
-}
-
 }  // namespace kforge::jobs

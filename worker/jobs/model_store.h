@@ -28,8 +28,4 @@ struct ModelVersionSpec {
 //! Throws std::runtime_error when the checkpoint has no config.json.
 db::ModelRecord model_register_checkpoint(pqxx::connection& conn, const ModelVersionSpec& spec);
 
-//! The directory of a model version if it holds loadable weights (config.json), else
-//! throws std::invalid_argument naming `field` and what is missing.
-std::string model_weights_dir(const db::ModelRecord& model, const std::string& field);
-
 }  // namespace kforge::jobs

@@ -11,7 +11,7 @@
 
 #include "db/connection.h"
 #include "db/models.h"
-#include "worker/jobs/model_store.h"
+#include "worker/jobs/model_files.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/grpo_trainer.h"
@@ -40,7 +40,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
 
   auto base = db::model_get(*conn, args.base_model_id);
   if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(args.base_model_id) + " does not exist");
-  std::string base_dir = model_weights_dir(*base, "base_model");
+  std::string base_dir = model_files_resolve(*base, options.model_files, "base_model").dir;
   SuiteRef suite = resolve_training_suite(args.suite, options.suite_dir);
   auto ops = load_suite_ops(suite, args.check.limit_ops);
   std::vector<train::Task> tasks = suite_tasks(ops, train::PromptStyle::kforge_tiny);

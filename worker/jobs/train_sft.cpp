@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "db/connection.h"
 #include "db/models.h"
-#include "worker/jobs/model_store.h"
+#include "worker/jobs/model_files.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model_policy.h"
@@ -132,11 +132,12 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   Pairs pairs;
   std::unique_ptr<train::ModelPolicy> policy;
   std::optional<db::ModelRecord> base;
+  std::string base_dir;
   try {
     if (args.base_model_id > 0) {
       base = db::model_get(*conn, args.base_model_id);
       if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(args.base_model_id) + " does not exist");
-      model_weights_dir(*base, "base_model");
+      base_dir = model_files_resolve(*base, options.model_files, "base_model").dir;
     }
     std::string data_path = args.dataset;
     if (!data_path.empty()) {
@@ -163,7 +164,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   if (!resume_dir.empty()) {
     policy = train::ModelPolicy::from_dir(resume_dir, load);
   } else if (base) {
-    policy = train::ModelPolicy::from_dir(base->path, load);
+    policy = train::ModelPolicy::from_dir(base_dir, load);
   } else {
     // The BPE sees every pair, as `kforge-train sft` does: the same dataset and seed give
     // the same model through the API and through the command line.

@@ -42,6 +42,7 @@ TrainingJobOptions TrainingJobOptions::from_env(const std::string& database_url)
   options.data_dir = fs::absolute(kforge::data_dir()).string();
   options.suite_dir = find_suite_dir();
   options.device = env_or("KFORGE_TRAIN_DEVICE", "cpu");
+  options.model_files = ModelFetchOptions::from_env();
   return options;
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "worker/jobs/model_files.h"
 #include "worker/worker.h"
 
 namespace kforge::jobs {
@@ -16,9 +17,11 @@ struct TrainingJobOptions {
   std::string data_dir;      //!< checkpoints under training/job-<id>/, model versions under models/job-<id>/
   std::string suite_dir;     //!< the built-in op suite (suite "builtin")
   std::string device = "cpu";  //!< where the policy runs: cpu, cuda, cuda:1
+  ModelFetchOptions model_files;  //!< base / evaluated versions not on this host (model_files.h)
 
   //! From the environment: KFORGE_DATA_DIR (./var), KFORGE_SUITE_DIR (else ./suite, else
-  //! the source tree's suite/ next to build/bin), KFORGE_TRAIN_DEVICE (cpu).
+  //! the source tree's suite/ next to build/bin), KFORGE_TRAIN_DEVICE (cpu), and
+  //! ModelFetchOptions::from_env.
   static TrainingJobOptions from_env(const std::string& database_url);
 };
 

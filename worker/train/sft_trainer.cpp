@@ -144,6 +144,24 @@ struct SftTrainer::Impl {
     return {nll_sum, tokens};
   }
 
+  // This process's share of a step's (or the validation set's) pairs.
+  std::vector<const TokenizedPair*> my_share(const std::vector<const TokenizedPair*>& pairs) const {
+    if (!config.data_parallel) return pairs;
+    auto [first, last] = shard_range(pairs.size(), config.data_parallel->rank(), config.data_parallel->world_size());
+    return {pairs.begin() + first, pairs.begin() + last};
+  }
+
+  // NLL sum and tokens over every process (each ran its share).
+  std::pair<double, int64_t> summed(std::pair<double, int64_t> local) const {
+    if (!config.data_parallel) return local;
+    auto sums = config.data_parallel->allreduce_sum({local.first, static_cast<double>(local.second)});
+    return {sums[0], static_cast<int64_t>(sums[1])};
+  }
+
+  bool writes_checkpoints() const {
+    return !config.out_dir.empty() && (!config.data_parallel || config.data_parallel->rank() == 0);
+  }
+
   std::string write_checkpoint(const std::optional<double>& val_loss) {
     nlohmann::json state = {{"total_steps", total_steps}, {"seed", config.seed}};
     if (val_loss) state["val_loss"] = *val_loss;
@@ -167,6 +185,13 @@ SftTrainer::SftTrainer(TrainablePolicy& policy, const std::vector<SftExample>& t
   optim.accumulation = 1;  // micro-batch losses are normalised by the step's tokens already
   impl_->config.optim = optim;
   impl_->optimizer = std::make_unique<Optimizer>(policy.parameters(), optim);
+  if (DataParallel* dp = config.data_parallel) {
+    if (config.batch_size % dp->world_size() != 0) {
+      throw std::invalid_argument("sft.batch_size (" + std::to_string(config.batch_size) + ") must be a multiple of " +
+                                  "world_size (" + std::to_string(dp->world_size()) + ")");
+    }
+    dp->broadcast_parameters(policy.parameters());  // every process starts from rank 0's weights
+  }
 }
 
 SftTrainer::~SftTrainer() = default;
@@ -175,12 +200,20 @@ int SftTrainer::total_steps() const { return impl_->total_steps; }
 
 int SftTrainer::resume() {
   std::string dir = latest_checkpoint(impl_->config.out_dir);
-  if (dir.empty()) return 0;
-  impl_->policy.load(dir);
-  impl_->optimizer->load((fs::path(dir) / "optimizer.pt").string());
-  impl_->step = checkpoint_step(dir);
-  impl_->resumed_from = impl_->step;
-  log_info("train", "resumed SFT", {{"checkpoint", dir}, {"step", std::to_string(impl_->step)}});
+  if (!dir.empty()) {
+    impl_->policy.load(dir);
+    impl_->optimizer->load((fs::path(dir) / "optimizer.pt").string());
+    impl_->step = checkpoint_step(dir);
+    impl_->resumed_from = impl_->step;
+    log_info("train", "resumed SFT", {{"checkpoint", dir}, {"step", std::to_string(impl_->step)}});
+  }
+  if (DataParallel* dp = impl_->config.data_parallel) {
+    // Every process must resume from the same checkpoint (out_dir on a shared file system).
+    double steps = dp->allreduce_sum({static_cast<double>(impl_->step)})[0];
+    if (steps != static_cast<double>(impl_->step) * dp->world_size()) {
+      throw std::runtime_error("sft: the ranks found different checkpoints; give every rank the same out_dir");
+    }
+  }
   return impl_->step;
 }
 
@@ -188,7 +221,7 @@ std::optional<double> SftTrainer::validation_loss() {
   if (impl_->validation.empty()) return std::nullopt;
   std::vector<const TokenizedPair*> pairs;
   for (const auto& pair : impl_->validation) pairs.push_back(&pair);
-  auto [nll_sum, tokens] = impl_->run_pairs(pairs, false, 1.0);
+  auto [nll_sum, tokens] = impl_->summed(impl_->run_pairs(impl_->my_share(pairs), false, 1.0));
   return nll_sum / std::max<int64_t>(1, tokens);
 }
 
@@ -209,7 +242,11 @@ SftResult SftTrainer::run(const std::function<void(const SftStepMetrics&)>& on_s
     for (const auto* pair : pairs) batch_tokens += pair->completion.size();
     SftStepMetrics metrics;
     metrics.epoch = impl.step / impl.steps_per_epoch;
-    auto [nll_sum, tokens] = impl.run_pairs(pairs, true, static_cast<double>(std::max<int64_t>(1, batch_tokens)));
+    // The normaliser is the whole batch's token count on every process, so the summed
+    // gradients are exactly one process's over the whole batch.
+    auto local = impl.run_pairs(impl.my_share(pairs), true, static_cast<double>(std::max<int64_t>(1, batch_tokens)));
+    if (impl.config.data_parallel) impl.config.data_parallel->allreduce_grads(impl.policy.parameters());
+    auto [nll_sum, tokens] = impl.summed(local);
     auto info = impl.optimizer->micro_step();
     impl.step = info->step;
     metrics.step = impl.step;
@@ -221,7 +258,7 @@ SftResult SftTrainer::run(const std::function<void(const SftStepMetrics&)>& on_s
     bool last = impl.step == impl.total_steps;
     if (last || (impl.config.eval_every > 0 && impl.step % impl.config.eval_every == 0))
       metrics.val_loss = validation_loss();
-    if (!impl.config.out_dir.empty() &&
+    if (impl.writes_checkpoints() &&
         (last || (impl.config.checkpoint_every > 0 && impl.step % impl.config.checkpoint_every == 0)))
       metrics.checkpoint = impl.write_checkpoint(metrics.val_loss);
     metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

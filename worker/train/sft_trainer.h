@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "worker/train/checkpoint.h"
+#include "worker/train/distributed.h"
 #include "worker/train/optim.h"
 #include "worker/train/trainable_policy.h"
 
@@ -43,6 +44,11 @@ struct SftConfig {
   std::string out_dir;         //!< checkpoints go to out_dir/checkpoint-<step>; empty = none
   uint64_t seed = 0;           //!< data order
   OptimConfig optim;           //!< optimizer and schedule (total_steps is set from the run length)
+  //! Data parallel (not owned; null = one process): each process takes its contiguous
+  //! batch_size / world_size of every step's batch, gradients and losses are summed over
+  //! the processes, and only rank 0 writes checkpoints. Same losses as one process whose
+  //! micro_batch is that share.
+  DataParallel* data_parallel = nullptr;
 
   //! Empty when valid, else a message naming the bad field.
   std::string validate() const;

@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "worker/train/dataset.h"
+#include "worker/train/distributed.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/model_policy.h"
@@ -105,9 +106,16 @@ int sft_command(const kforge::Flags& flags) {
   SftConfig config = sft_config(args);
   config.out_dir = flags.get("out-dir");
   fs::create_directories(config.out_dir);
+  // Data parallel when KFORGE_WORLD_SIZE > 1 (docs/training.md "Data-parallel training").
+  DistributedConfig dist = DistributedConfig::from_env();
+  std::unique_ptr<DataParallel> data_parallel;
+  if (dist.enabled()) data_parallel = std::make_unique<DataParallel>(dist);
+  config.data_parallel = data_parallel.get();
   SftTrainer trainer(*policy, train, validation, config);
   int resumed = trainer.resume();
-  std::ofstream metrics(config.out_dir + "/metrics.jsonl", resumed ? std::ios::app : std::ios::trunc);
+  // Rank 0 writes metrics.jsonl (and the checkpoints); the others their own metrics file.
+  std::string metrics_name = dist.rank == 0 ? "metrics.jsonl" : "metrics-rank" + std::to_string(dist.rank) + ".jsonl";
+  std::ofstream metrics(config.out_dir + "/" + metrics_name, resumed ? std::ios::app : std::ios::trunc);
   SftResult result = trainer.run([&](const SftStepMetrics& m) {
     metrics << m.to_json() << "\n" << std::flush;
     char extra[128];
@@ -118,7 +126,7 @@ int sft_command(const kforge::Flags& flags) {
   std::cout << Json{{"steps", result.steps}, {"resumed_from", result.resumed_from}, {"final_loss", result.final_loss},
                     {"val_loss", result.val_loss ? Json(*result.val_loss) : Json()}, {"train_pairs", train.size()},
                     {"validation_pairs", validation.size()}, {"skipped_long", result.skipped_long},
-                    {"checkpoint", result.checkpoint}}
+                    {"checkpoint", result.checkpoint}, {"rank", dist.rank}, {"world_size", dist.world_size}}
                    .dump()
             << "\n";
   return 0;

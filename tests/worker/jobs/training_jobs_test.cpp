@@ -1,7 +1,8 @@
 // The training and evaluation job runners end to end with every part real: the
 // kforge-server binary over HTTP, kforge-worker processes claiming train_sft /
 // train_grpo / evaluate jobs from PostgreSQL, the teacher compiler and PoCL harness,
-// and the kforge CLI. Also: SIGKILL mid-SFT then resume, cancel, bad payloads.
+// and the kforge CLI. Also: SIGKILL mid-SFT then resume, cancel, bad payloads, and a
+// worker with an empty model directory fetching a version's files from the server.
 // ctest -R jobs_training_test
 #include <gtest/gtest.h>
 
@@ -15,11 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.h"
 #include "db/connection.h"
 #include "db/models.h"
 #include "db/queue.h"
 #include "tests/server/api_fixture.h"
 #include "tests/support/processes.h"
+#include "tests/support/sft_pairs.h"
 #include "worker/harness/devices.h"
 
 using namespace std::chrono_literals;
@@ -41,14 +44,14 @@ struct DataDir {
 };
 
 kforge::Subprocess start_worker(const std::string& database_url, const DataDir& data, const std::string& log_name,
-                                std::vector<std::string> extra_args = {}) {
+                                std::vector<std::string> extra_args = {}, std::vector<std::string> extra_env = {}) {
   std::vector<std::string> argv = {kforge::test::bin_path("kforge-worker"), "--database-url", database_url, "--poll-s",
                                    "0.5"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  return kforge::Subprocess::spawn(argv,
-                                   {"KFORGE_DATA_DIR=" + data.path.string(),
-                                    "KFORGE_SUITE_DIR=" + kforge::test::source_path("suite")},
-                                   "/tmp/kforge-test-" + log_name + ".log");
+  std::vector<std::string> env = {"KFORGE_DATA_DIR=" + data.path.string(),
+                                   "KFORGE_SUITE_DIR=" + kforge::test::source_path("suite")};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  return kforge::Subprocess::spawn(argv, env, "/tmp/kforge-test-" + log_name + ".log");
 }
 
 json body_of(const kforge::test::RawResponse& resp) { return json::parse(resp.body, nullptr, false); }
@@ -83,24 +86,7 @@ std::vector<json> collect(kforge::test::ApiServer& server, const std::string& pa
 // Synthetic prompt/completion pairs in the kforge-tiny template, long enough that
 // a step of the micro model takes measurable time (the kill test needs a window).
 std::string write_pairs(const DataDir& data, int count, int body_lines) {
-  fs::path path = data.path / "pairs.jsonl";
-  std::ofstream out(path);
-  for (int pair_idx = 0; pair_idx < count; ++pair_idx) {
-    std::string name = "op" + std::to_string(pair_idx % 12);
-    std::string completion = "// kforge-launch: " + name + " grid=cdiv(numel(x),256) block=256 args=x,out,numel(x)\n"
-                             "__kernel void " + name + "(__global const float* x, __global float* out, int n) {\n";
-    for (int line_idx = 0; line_idx < body_lines; ++line_idx) {
-      completion += "  int i" + std::to_string(line_idx) + " = get_global_id(0); if (i" + std::to_string(line_idx) +
-                    " < n) out[i" + std::to_string(line_idx) + "] = x[i" + std::to_string(line_idx) + "] * " +
-                    std::to_string(pair_idx + line_idx) + ".0f;\n";
-    }
-    completion += "}\n";
-    std::string prompt = "### op " + name + "\n### target opencl\n### inputs\nx: float32[" +
-                         std::to_string(64 + pair_idx) + "]\n### source\ndef forward(x: Tensor) -> Tensor:\n    return x * " +
-                         std::to_string(pair_idx) + "\n### kernel\n";
-    out << json{{"prompt", prompt}, {"completion", completion}, {"op", name}}.dump() << "\n";
-  }
-  return path.string();
+  return kforge::test::write_sft_pairs((data.path / "pairs.jsonl").string(), count, body_lines);
 }
 
 int max_metric_step(const std::string& database_url, int64_t job_id) {
@@ -613,5 +599,106 @@ TEST(TrainingJobs, BadPayloadsFailNamingTheField) {
     EXPECT_EQ(job.attempt, 1) << "a bad payload is not retried";
     EXPECT_NE(job.errors_json.find(cases[case_idx].expected), std::string::npos)
         << "expected '" << cases[case_idx].expected << "' in " << job.errors_json;
+  }
+}
+
+// A worker on "another host" (KFORGE_MODEL_FILES=fetch: it never reads the row's
+// directory, and its data directory starts empty) samples from a version trained by
+// another worker: the files come from GET /v1/models/{id}/files/{name}, sha256-checked,
+// into its cache; a second generation finds them there (the server's copy is gone by
+// then, so a fetch would fail); a file changed on the server after registration is
+// refused, naming the file and both digests, and not kept.
+TEST(TrainingJobs, RemoteWorkerFetchesModelFilesIntoItsSha256Cache) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  DataDir trainer_data;
+  DataDir remote_data;
+  json sft_request = {{"method", "sft"},
+                      {"dataset", write_pairs(trainer_data, 8, 1)},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters",
+                       {{"max_steps", 2}, {"batch_size", 4}, {"micro_batch", 4}, {"checkpoint_every", 0},
+                        {"eval_every", 0}, {"warmup_steps", 0}, {"vocab_size", 300}}}};
+  {
+    auto trainer = start_worker(server.database.url(), trainer_data, "model-files-trainer");
+    auto created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+    ASSERT_EQ(created.status, 202) << created.body;
+    json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(created)["id"].get<int64_t>()), 300s);
+    trainer.signal(SIGTERM);
+    trainer.wait_for(30s);
+    ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
+  }
+  json model = collect(server, "/v1/models").at(0);
+  const size_t file_count = model["files"].size();
+  ASSERT_GE(file_count, 3u) << model.dump(2) << ": config, weights, tokenizer";
+
+  fs::path cache = remote_data.path / "model-cache";
+  ASSERT_FALSE(fs::exists(cache));
+  auto remote = start_worker(server.database.url(), remote_data, "model-files-remote", {},
+                             {"KFORGE_MODEL_FILES=fetch", "KFORGE_SERVER_URL=http://127.0.0.1:" + std::to_string(server.port),
+                              "KFORGE_TOKEN=" + server.submit});
+  json op = json::parse(std::ifstream(kforge::test::source_path("suite/level1/abs.json")));
+  for (const char* suite_field : {"split", "level", "category"}) op.erase(suite_field);
+  auto generate = [&](const std::string& model_name) {
+    json request = {{"op", op}, {"samples", 1}, {"model", model_name}, {"time_budget_s", 120}};
+    auto created = server.post("/v1/generations", request.dump(), server.submit);
+    EXPECT_EQ(created.status, 202) << created.body;
+    return wait_finished(server, "/v1/generations/" + std::to_string(body_of(created)["id"].get<int64_t>()), 300s);
+  };
+
+  json first = generate("kforge-micro");
+  ASSERT_EQ(first.value("status", ""), "succeeded") << first.dump(2);
+  EXPECT_EQ(first["result"]["generator"], "policy") << first.dump(2);
+  EXPECT_EQ(first["result"]["model_files"]["source"], "server") << first.dump(2);
+  EXPECT_EQ(first["result"]["model_files"]["fetched"], file_count);
+  // Every blob is named by the digest of its content, which is the row's.
+  std::set<std::string> recorded, cached;
+  for (const auto& file : model["files"]) recorded.insert(file["sha256"].get<std::string>());
+  for (const auto& entry : fs::directory_iterator(cache / "sha256")) {
+    cached.insert(entry.path().filename().string());
+    EXPECT_EQ(kforge::file_sha256_hex(entry.path().string()).value_or(""), entry.path().filename().string());
+  }
+  EXPECT_EQ(cached, recorded);
+
+  // The server's copy is gone: only the cache can serve the second generation.
+  auto row = kforge::db::model_get(*kforge::db::connect(server.database.url()), model["id"].get<int64_t>());
+  ASSERT_TRUE(row && !row->path.empty());
+  fs::remove_all(row->path);
+  json second = generate("kforge-micro");
+  ASSERT_EQ(second.value("status", ""), "succeeded") << second.dump(2);
+  EXPECT_EQ(second["result"]["generator"], "policy");
+  EXPECT_EQ(second["result"]["model_files"]["source"], "cache") << second.dump(2);
+  EXPECT_EQ(second["result"]["model_files"]["fetched"], 0);
+
+  // A version whose config.json changed on the server after it was registered.
+  fs::path tampered = trainer_data.path / "tampered";
+  fs::create_directories(tampered);
+  for (const auto& entry : fs::directory_iterator(cache / "models" / std::to_string(model["id"].get<int64_t>()))) {
+    fs::copy_file(entry.path(), tampered / entry.path().filename());
+    fs::permissions(tampered / entry.path().filename(), fs::perms::owner_write, fs::perm_options::add);  // blobs are 0444
+  }
+  // Trailing whitespace (still valid JSON) gives config.json a digest the cache lacks.
+  std::ofstream(tampered / "config.json", std::ios::app) << "\n";
+  auto registered = server.post("/v1/models", json{{"name", "kforge-tampered"}, {"path", tampered.string()}}.dump(), server.admin);
+  ASSERT_EQ(registered.status, 201) << registered.body;
+  std::string recorded_digest;
+  for (const auto& file : body_of(registered)["files"]) {
+    if (file["name"] == "config.json") recorded_digest = file["sha256"];
+  }
+  std::ofstream(tampered / "config.json", std::ios::app) << " ";
+  std::string served_digest = kforge::file_sha256_hex((tampered / "config.json").string()).value();
+  json third = generate("kforge-tampered");
+  remote.signal(SIGTERM);
+  remote.wait_for(30s);
+  ASSERT_EQ(third.value("status", ""), "failed") << third.dump(2);
+  EXPECT_EQ(third["attempt"], 1) << "a digest mismatch is not retried";
+  std::string error = third.dump();
+  EXPECT_NE(error.find("file 'config.json': sha256 mismatch"), std::string::npos) << error;
+  EXPECT_NE(error.find(recorded_digest), std::string::npos) << error;
+  EXPECT_NE(error.find(served_digest), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(cache / "sha256" / served_digest)) << "the bad download is not kept";
+  for (const auto& entry : fs::directory_iterator(cache / "tmp")) {
+    EXPECT_EQ(entry.path().filename().string().find(".part"), std::string::npos) << entry.path();
   }
 }

@@ -84,7 +84,8 @@ export function render(main, params) {
       h('p', { class: 'status-line' }, badge(gen.status), ' ', h('span', { class: 'progress wide' }, progress_of(gen)), ' ',
         h('span', { id: 'counts' }, counts_text(gen))),
       gen.error ? notice(`Error (attempt ${gen.error.attempt}): ${gen.error.message}`, 'error') : '',
-      note ? h('p', { class: 'muted' }, note) : '');
+      note ? h('p', { class: 'muted' }, note) : '',
+      gen.result?.timing?.reliable === false ? notice(gen.result.timing.note || 'Timing unreliable: the machine was busy.', 'info') : '');
     const active = !api.TERMINAL.has(gen.status);
     cancel_box.replaceChildren(active ? h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: cancel }, `Cancel generation ${id}`) : '');
   }
