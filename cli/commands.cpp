@@ -229,8 +229,8 @@ bool parse_assignment(const std::string& text, json* into, std::ostream& err) {
 
 int train(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
   const auto& args = flags.positional();
-  if (args.size() < 2 || (args[1] != "sft" && args[1] != "grpo")) {
-    err << "kforge: usage: kforge train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]\n";
+  if (args.size() < 2 || (args[1] != "sft" && args[1] != "grpo" && args[1] != "rft")) {
+    err << "kforge: usage: kforge train sft|grpo|rft --suite S|--dataset D [--base-model M] [key=value ...]\n";
     return 2;
   }
   json body = {{"method", args[1]}, {"hyperparameters", json::object()}};
@@ -399,7 +399,7 @@ std::vector<FlagSpec> cli_flags() {
       {"wait", "", "false", "generate: wait and show progress, then the kernel", true},
       {"timeout-s", "", "3600", "generate --wait, demo: give up after this long"},
       {"poll-s", "", "1", "generate --wait, demo: polling interval"},
-      {"kind", "", "", "jobs list: generate, train_sft, train_grpo, evaluate"},
+      {"kind", "", "", "jobs list: generate, train_sft, train_grpo, train_rft, evaluate"},
       {"status", "", "", "jobs list: queued, running, succeeded, failed, cancelled, retrying"},
       {"limit", "", "20", "jobs list / leaderboard: rows (1-100)"},
       {"suite", "", "", "train: op suite"},

@@ -2,9 +2,8 @@
 // the suite's train split, every sample checked by the harness (HarnessChecker), per-step
 // GrpoStepMetrics in training_metrics, checkpoints (policy + optimizer + step) registered
 // as model versions, and resume from the newest one. Test: ctest -R jobs_training_test.
-#include <algorithm>
 #include <filesystem>
-#include <random>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/curriculum.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/train_config.h"
@@ -88,12 +88,11 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
                                 {"base_model_id", args.base_model_id}}.dump());
   }
 
-  // Tasks rotate through a seeded shuffle of the split, as kforge-train grpo does;
-  // step s always gets the same batch, resumed or not.
-  std::vector<size_t> order(tasks.size());
-  for (size_t task_idx = 0; task_idx < order.size(); ++task_idx) order[task_idx] = task_idx;
-  std::mt19937_64 rng(args.seed);
-  std::shuffle(order.begin(), order.end(), rng);
+  // Tasks rotate through a seeded shuffle of the split, as kforge-train grpo does; step s
+  // always gets the same batch, resumed or not. With a curriculum the rotation holds the
+  // learnable tasks, re-measured every curriculum_every steps (a resume re-measures at once).
+  train::TaskSchedule schedule(tasks, args.seed);
+  std::optional<train::CurriculumStats> curriculum;
 
   train::GrpoStepMetrics last;
   for (int step = resumed + 1; step <= args.steps; ++step) {
@@ -101,13 +100,21 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
       events.warn("stopped before step " + std::to_string(step) + "; the newest checkpoint is kept for a resume");
       return worker::JobOutcome::fail("stopped before step " + std::to_string(step));
     }
-    std::vector<train::Task> batch;
-    size_t cursor = static_cast<size_t>(step - 1) * args.prompts_per_step;
-    for (int task_idx = 0; task_idx < args.prompts_per_step; ++task_idx) {
-      batch.push_back(tasks[order[(cursor + task_idx) % order.size()]]);
+    int every = args.curriculum_every;
+    bool refresh_now = every > 0 && (step == resumed + 1 || (step - 1) % every == 0);
+    if (auto refreshed = train::refresh_curriculum(schedule, *policy, checker, config.sampling, config.check_threads,
+                                                   config.seed, refresh_now ? 1 : 0, args.curriculum_samples, step)) {
+      curriculum = refreshed;
+      events.info("curriculum: " + std::to_string(refreshed->learnable) + " of " + std::to_string(refreshed->measured) +
+                      " tasks have 0 < pass@1 < 1" + (refreshed->fallback ? " (none: training on all)" : ""),
+                  refreshed->to_json());
     }
-    last = trainer->step(batch);
+    last = trainer->step(schedule.batch(step, args.prompts_per_step));
     last.step = step;
+    if (curriculum) {
+      last.curriculum_tasks = schedule.active();
+      last.curriculum_mean_pass1 = curriculum->mean_pass1;
+    }
     db::training_metric_insert(*conn, job_id, step, last.to_json());
     json progress = step_summary(last);
     progress["phase"] = "training";

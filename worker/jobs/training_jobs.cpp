@@ -48,6 +48,7 @@ TrainingJobOptions TrainingJobOptions::from_env(const std::string& database_url)
 void register_training_jobs(worker::HandlerRegistry& registry, const TrainingJobOptions& options) {
   registry.add("train_sft", [options](worker::JobContext& ctx) { return run_train_sft(ctx, options); });
   registry.add("train_grpo", [options](worker::JobContext& ctx) { return run_train_grpo(ctx, options); });
+  registry.add("train_rft", [options](worker::JobContext& ctx) { return run_train_rft(ctx, options); });
   registry.add("evaluate", [options](worker::JobContext& ctx) { return run_evaluate(ctx, options); });
 }
 

@@ -17,6 +17,7 @@ namespace kforge::train {
 struct DatasetRecord {
   std::string op;          //!< op name
   std::string schedule;    //!< schedule label
+  std::string target = "opencl";  //!< kernel language of the completion (the prompt's `### target`)
   std::string prompt;      //!< rendered prompt
   std::string completion;  //!< the kernel program
   double speedup = 0;      //!< harness speedup (0 when timing is off)
@@ -28,21 +29,29 @@ struct DatasetOptions {
   PromptStyle style = PromptStyle::kforge_tiny;  //!< prompt template
   harness::CheckOptions check;      //!< harness settings (time=false skips timing)
   int64_t max_check_elements = 0;   //!< > 0: verify on shrunk main shapes (extra shapes kept)
+  //! Kernel languages to emit, each verified by the harness for that target ("opencl",
+  //! "triton", "cuda"); a target this host cannot check (triton without a GPU) is skipped
+  //! and counted in DatasetStats::targets_unavailable, never written unverified.
+  std::vector<std::string> targets = {"opencl"};
+  //! Kernels named by role ("pointwise_kernel") rather than after the op, so the model
+  //! never has to copy the op's name into two places (codegen::Analysis::role_kernel_names).
+  bool role_kernel_names = true;
 };
 
 //! Counts of one build.
 struct DatasetStats {
   int ops = 0, ops_unsupported = 0, ops_with_examples = 0;  //!< ops seen / teacher cannot lower / got >= 1 pair
   int variants_checked = 0, variants_correct = 0;           //!< teacher programs checked / verified correct
+  std::vector<std::string> targets_unavailable;             //!< targets skipped: no checker on this host
 };
 
-//! Builds records for `ops` (the caller passes the train split only). `on_op` (optional)
-//! reports progress after each op.
+//! Builds records for `ops` (the caller passes the train split only; a held-out op is a
+//! bug and throws std::invalid_argument). `on_op` (optional) reports progress after each op.
 std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, const DatasetOptions& options,
                                              DatasetStats* stats = nullptr,
                                              const std::function<void(int done, int total)>& on_op = {});
 
-//! Writes records as JSONL ({"prompt","completion","op","schedule","speedup"}); read_sft_jsonl reads it.
+//! Writes records as JSONL ({"prompt","completion","op","schedule","target","speedup"}); read_sft_jsonl reads it.
 void write_dataset_jsonl(const std::string& path, const std::vector<DatasetRecord>& records);
 
 }  // namespace kforge::train

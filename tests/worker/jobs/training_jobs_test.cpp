@@ -1,6 +1,6 @@
 // The training and evaluation job runners end to end with every part real: the
 // kforge-server binary over HTTP, kforge-worker processes claiming train_sft /
-// train_grpo / evaluate jobs from PostgreSQL, the teacher compiler and PoCL harness,
+// train_grpo / train_rft / evaluate jobs from PostgreSQL, the teacher compiler and PoCL harness,
 // and the kforge CLI. Also: SIGKILL mid-SFT then resume, cancel, bad payloads.
 // ctest -R jobs_training_test
 #include <gtest/gtest.h>
@@ -327,6 +327,73 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   EXPECT_GE(generation["result"]["by_outcome"].value("correct", 0), 1) << generation.dump(2);
   if (!generation["best"].is_null()) EXPECT_EQ(generation["best"]["outcome"], "correct");
   EXPECT_EQ(generation["model_id"], sft["model_id"]);
+}
+
+// Expert iteration end to end: SFT memorises one train op, then `kforge train rft` from
+// that version samples, keeps the kernels the harness verifies, fine-tunes on them and
+// registers one version per round; metrics rows per round; a bad rft request is a 422.
+TEST(TrainingJobs, RftKeepsVerifiedKernelsAndRegistersARoundPerVersion) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  DataDir data;
+  auto worker = start_worker(server.database.url(), data, "training-rft-worker");
+  json sft_request = {{"method", "sft"},
+                      {"suite", "builtin"},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters",
+                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
+                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
+                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
+  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
+  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+  ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
+  int64_t sft_model_id = sft["model_id"].get<int64_t>();
+
+  // Without a base model the API refuses it, naming the field.
+  auto refused = server.post("/v1/training-jobs", json{{"method", "rft"}, {"suite", "builtin"}}.dump(), server.submit);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("base_model"), std::string::npos) << refused.body;
+
+  auto [cli_code, cli_out] = kforge_cli(
+      server, {"train", "rft", "--suite", "builtin", "--base-model", sft["result"]["model"].get<std::string>(), "--json",
+               "rounds=2", "samples_per_task=3", "max_kept_per_task=2", "steps_per_round=2", "batch_size=1",
+               "micro_batch=1", "temperature=0.3", "max_new_tokens=400", "learning_rate=0.001", "warmup_steps=0",
+               "limit_ops=1", "check_trials=1", "max_check_elements=4096"});
+  ASSERT_EQ(cli_code, 0) << cli_out;
+  json created = json::parse(cli_out, nullptr, false);
+  ASSERT_TRUE(created.is_object()) << cli_out;
+  EXPECT_EQ(created["method"], "rft") << created.dump(2);
+  EXPECT_EQ(created["hyperparameters"]["samples_per_task"], 3);
+  int64_t rft_id = created["id"].get<int64_t>();
+  json rft = wait_finished(server, "/v1/training-jobs/" + std::to_string(rft_id), 300s);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_EQ(rft.value("status", ""), "succeeded") << rft.dump(2);
+  EXPECT_GE(rft["result"]["kept"].get<int>(), 1) << "the memorised kernel is sampled, verified and kept: " << rft.dump(2);
+
+  auto metrics = collect(server, "/v1/training-jobs/" + std::to_string(rft_id) + "/metrics");
+  ASSERT_EQ(metrics.size(), 2u);
+  for (int round = 1; round <= 2; ++round) {
+    const json& m = metrics[round - 1]["metrics"];
+    EXPECT_EQ(m["round"], round);
+    EXPECT_EQ(m["samples"], 3);
+    int outcome_total = 0;
+    for (const auto& [outcome, count] : m["outcomes"].items()) outcome_total += count.get<int>();
+    EXPECT_EQ(outcome_total, 3) << m.dump();
+    EXPECT_GE(m["pool_size"].get<int>(), 1) << m.dump();
+    EXPECT_EQ(m["sft_steps"], 2) << "a non-empty pool is fine-tuned on: " << m.dump();
+  }
+  EXPECT_GT(metrics[0]["metrics"]["correct_rate"].get<double>(), 0.0);
+  json model = body_of(server.get("/v1/models/" + std::to_string(rft["model_id"].get<int64_t>())));
+  EXPECT_EQ(model["model"], "kforge-tiny@2") << "one version per round, under the default output_model";
+  EXPECT_EQ(model["parent_id"], sft_model_id);
+  EXPECT_EQ(model["training_job_id"], rft_id);
+  EXPECT_EQ(model["metrics"]["method"], "rft");
+  auto jobs = collect(server, "/v1/jobs?kind=train_rft");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["id"], rft_id);
 }
 
 // A worker SIGKILLed mid-SFT: the lease lapses, the job is rescued, a second worker
