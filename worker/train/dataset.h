@@ -35,7 +35,9 @@ struct DatasetOptions {
   std::vector<std::string> targets = {"opencl"};
   //! Kernels named by role ("pointwise_kernel") rather than after the op, so the model
   //! never has to copy the op's name into two places (codegen::Analysis::role_kernel_names).
-  bool role_kernel_names = true;
+  //! kforge-train dataset turns it on (--kernel-names role); the train_sft job's built-in
+  //! data keeps the teacher's op names, as generation writes them.
+  bool role_kernel_names = false;
 };
 
 //! Counts of one build.

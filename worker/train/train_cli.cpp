@@ -14,6 +14,8 @@ std::vector<FlagSpec> shared_flags() {
       {"suite", "KFORGE_SUITE_DIR", "suite", "op suite directory"},
       {"template", "", "kforge-tiny", "prompt template: kforge-tiny or chatml"},
       {"device", "KFORGE_TRAIN_DEVICE", "cpu", "cpu or cuda"},
+      {"precision", "KFORGE_TRAIN_PRECISION", "float32",
+       "float32, or bf16: sampling and scoring under bf16 autocast, float32 master weights (kforge-small on a GPU)"},
       {"time-budget-s", "", "0.3", "harness timing budget per side"},
       {"log-level", "KFORGE_LOG_LEVEL", "warn", "debug, info, warn or error"},
   };

@@ -16,6 +16,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "worker/policy/autocast.h"
 #include "worker/train/curriculum.h"
 #include "worker/train/dataset.h"
 #include "worker/train/evaluate.h"
@@ -64,6 +65,13 @@ std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard
   return kept;
 }
 
+// An HF directory as a policy on --device, float32 weights, with --precision's autocast.
+std::unique_ptr<ModelPolicy> load_policy(const kforge::Flags& flags, const std::string& dir, bool trainable = true) {
+  auto policy = ModelPolicy::from_dir(dir, {flags.get("device"), "float32"}, trainable);
+  policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
+  return policy;
+}
+
 int dataset_command(const kforge::Flags& flags) {
   kforge::spec::SftArgs args = sft_args(flags);
   auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops), flags.get("shard"));
@@ -106,12 +114,13 @@ int sft_command(const kforge::Flags& flags) {
   }
   std::unique_ptr<ModelPolicy> policy;
   if (!flags.get("init").empty()) {
-    policy = ModelPolicy::from_dir(flags.get("init"), {flags.get("device"), "float32"});
+    policy = load_policy(flags, flags.get("init"));
   } else {
     std::vector<std::string> corpus;
     for (const auto& pair : pairs) corpus.push_back(pair.prompt + pair.completion);
     TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, flags.get("device")};
     policy = bootstrap_tiny_model(corpus, tiny);
+    policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   }
   SftConfig config = sft_config(args);
   config.out_dir = flags.get("out-dir");
@@ -139,7 +148,7 @@ int eval_command(const kforge::Flags& flags) {
   kforge::spec::EvaluateArgs args = evaluate_args(flags);
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), args.check.limit_ops);
-  auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
+  auto policy = load_policy(flags, flags.get("model"), false);
   // --serial-timing: verify every sample in parallel untimed, then time the correct ones
   // one at a time with nothing else running (evaluate.h).
   kforge::harness::CheckOptions options = check_options(args.check, flags.get_double("time-budget-s"));
@@ -181,10 +190,10 @@ int grpo_command(const kforge::Flags& flags) {
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
   std::vector<Task> tasks = suite_tasks(ops, style);
-  auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"});
+  auto policy = load_policy(flags, flags.get("model"));
   std::unique_ptr<ModelPolicy> reference;
   GrpoConfig config = grpo_config(args, style);
-  if (config.loss.kl_beta > 0) reference = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
+  if (config.loss.kl_beta > 0) reference = load_policy(flags, flags.get("model"), false);
   HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
@@ -229,7 +238,7 @@ int rft_command(const kforge::Flags& flags) {
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
   std::vector<Task> tasks = suite_tasks(ops, style);
-  auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"});
+  auto policy = load_policy(flags, flags.get("model"));
   HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
   RftConfig config = rft_config(args, style);
   RftTrainer trainer(*policy, checker, config);

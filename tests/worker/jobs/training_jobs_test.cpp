@@ -357,9 +357,9 @@ TEST(TrainingJobs, RftKeepsVerifiedKernelsAndRegistersARoundPerVersion) {
   EXPECT_NE(refused.body.find("base_model"), std::string::npos) << refused.body;
 
   auto [cli_code, cli_out] = kforge_cli(
-      server, {"train", "rft", "--suite", "builtin", "--base-model", sft["result"]["model"].get<std::string>(), "--json",
+      server, {"train", "rft", "--token", server.submit, "--suite", "builtin", "--base-model", sft["result"]["model"].get<std::string>(), "--json",
                "rounds=2", "samples_per_task=3", "max_kept_per_task=2", "steps_per_round=2", "batch_size=1",
-               "micro_batch=1", "temperature=0.3", "max_new_tokens=400", "learning_rate=0.001", "warmup_steps=0",
+               "micro_batch=1", "temperature=0.01", "max_new_tokens=400", "learning_rate=0.001", "warmup_steps=0",
                "limit_ops=1", "check_trials=1", "max_check_elements=4096"});
   ASSERT_EQ(cli_code, 0) << cli_out;
   json created = json::parse(cli_out, nullptr, false);
@@ -386,6 +386,7 @@ TEST(TrainingJobs, RftKeepsVerifiedKernelsAndRegistersARoundPerVersion) {
     EXPECT_EQ(m["sft_steps"], 2) << "a non-empty pool is fine-tuned on: " << m.dump();
   }
   EXPECT_GT(metrics[0]["metrics"]["correct_rate"].get<double>(), 0.0);
+  EXPECT_LE(metrics[0]["metrics"]["kept_new"].get<int>(), 2) << "at most max_kept_per_task new kernels per op";
   json model = body_of(server.get("/v1/models/" + std::to_string(rft["model_id"].get<int64_t>())));
   EXPECT_EQ(model["model"], "kforge-tiny@2") << "one version per round, under the default output_model";
   EXPECT_EQ(model["parent_id"], sft_model_id);
