@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "common/log.h"
@@ -43,7 +45,36 @@ void add_target_variants(const SuiteOp& op, const codegen::Analysis& analysis, c
   }
 }
 
+// Text with every run of whitespace removed, so a reindented source still matches.
+std::string squeeze(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+// What identifies an op in a prompt: its inputs (names, dtypes, shapes) and its source,
+// from "### inputs" to the line after the source block, whitespace removed; "" without one.
+std::string op_identity(const std::string& prompt) {
+  size_t start = prompt.find("### inputs\n");
+  size_t source = prompt.find("### source\n", start == std::string::npos ? 0 : start);
+  if (start == std::string::npos || source == std::string::npos) return "";
+  size_t end = std::min(prompt.find("\n### ", source + 10), prompt.find("<|im_end|>", source));
+  return squeeze(prompt.substr(start, end == std::string::npos ? std::string::npos : end - start));
+}
+
 }  // namespace
+
+std::vector<std::string> heldout_leaks(const std::vector<SftExample>& pairs, const std::vector<SuiteOp>& heldout) {
+  std::set<std::string> seen;
+  for (const auto& pair : pairs) seen.insert(op_identity(pair.prompt));
+  std::vector<std::string> leaks;
+  for (const auto& op : heldout) {
+    std::string identity = op_identity(render_prompt(prompt_op(op.spec), PromptStyle::kforge_tiny));
+    if (!identity.empty() && seen.count(identity)) leaks.push_back(op.spec.name);
+  }
+  return leaks;
+}
 
 std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, const DatasetOptions& options,
                                              DatasetStats* stats, const std::function<void(int, int)>& on_op) {

@@ -9,6 +9,7 @@
 
 #include "worker/harness/checker.h"
 #include "worker/train/prompt_template.h"
+#include "worker/train/sft_trainer.h"
 #include "worker/train/suite_tasks.h"
 
 namespace kforge::train {
@@ -52,6 +53,12 @@ struct DatasetStats {
 std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, const DatasetOptions& options,
                                              DatasetStats* stats = nullptr,
                                              const std::function<void(int done, int total)>& on_op = {});
+
+//! The held-out ops that a pair's prompt poses: the same inputs (names, dtypes, shapes)
+//! and source, whatever the op is called, in either prompt style, whitespace ignored
+//! (prompts without `### inputs` / `### source` are not judged). A data file given to SFT
+//! must hold none, whoever built it. Returns op names, each once, in `heldout` order.
+std::vector<std::string> heldout_leaks(const std::vector<SftExample>& pairs, const std::vector<SuiteOp>& heldout);
 
 //! Writes records as JSONL ({"prompt","completion","op","schedule","target","speedup"}); read_sft_jsonl reads it.
 void write_dataset_jsonl(const std::string& path, const std::vector<DatasetRecord>& records);

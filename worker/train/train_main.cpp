@@ -98,6 +98,15 @@ int dataset_command(const kforge::Flags& flags) {
 int sft_command(const kforge::Flags& flags) {
   kforge::spec::SftArgs args = sft_args(flags);
   auto pairs = read_sft_jsonl(flags.get("data"));
+  // The held-out split stays out of training whoever built the data file.
+  if (fs::is_directory(flags.get("suite"))) {
+    auto leaks = heldout_leaks(pairs, load_suite(flags.get("suite"), "heldout"));
+    if (!leaks.empty())
+      throw std::runtime_error("--data holds held-out ops (" + std::to_string(leaks.size()) + ", first " + leaks.front() +
+                               "): the held-out split must stay out of training");
+  } else {
+    std::cerr << "kforge-train sft: no suite at '" << flags.get("suite") << "' (--suite): held-out check skipped\n";
+  }
   // Validation: pairs of every tenth op (by name order) are held out of training.
   std::vector<SftExample> train, validation;
   {

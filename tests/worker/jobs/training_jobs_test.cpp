@@ -193,7 +193,10 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
                        {"hyperparameters",
                         {{"steps", 2}, {"prompts_per_step", 1}, {"group_size", 2}, {"max_new_tokens", 24},
                          {"limit_ops", 2}, {"time_kernels", 0}, {"check_trials", 1}, {"max_check_elements", 4096},
-                         {"checkpoint_every", 0}, {"learning_rate", 0.001}}}};
+                         {"checkpoint_every", 0}, {"learning_rate", 0.001},
+                         // Issue 17's options, so the runner is seen to wire them.
+                         {"advantage", "leave_one_out"}, {"speed_bonus", "among_correct"}, {"kl_coef", 0.01},
+                         {"curriculum_every", 1}, {"curriculum_samples", 2}, {"recheck_per_step", 2}}}};
   auto grpo_created = server.post("/v1/training-jobs", grpo_request.dump(), server.submit);
   ASSERT_EQ(grpo_created.status, 202) << grpo_created.body;
   int64_t grpo_id = body_of(grpo_created)["id"];
@@ -213,7 +216,16 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
     for (const char* phase : {"sample", "check", "update"}) {
       EXPECT_TRUE(m["seconds"].contains(phase)) << "seconds per phase: " << m.dump();
     }
+    // The hacking watch and the curriculum (re-measured every step here) are in every row.
+    EXPECT_EQ(m.value("rules_caught", -1), m["outcomes"].value("rule_violation", 0)) << m.dump();
+    EXPECT_LE(m.value("rechecked", -1), std::min(2, m["outcomes"].value("correct", 0))) << m.dump();
+    EXPECT_GE(m.value("rechecked", -1), 0) << m.dump();
+    ASSERT_TRUE(m.contains("curriculum")) << m.dump();
+    EXPECT_GE(m["curriculum"]["tasks"].get<int>(), 1);
+    EXPECT_LE(m["curriculum"]["tasks"].get<int>(), 2) << "limit_ops 2";
+    EXPECT_GE(m["kl"].get<double>(), 0.0);
   }
+  EXPECT_TRUE(has_event(server, grpo_id, "curriculum: ")) << "each refresh is a training event";
   json grpo_model = body_of(server.get("/v1/models/" + std::to_string(grpo["model_id"].get<int64_t>())));
   EXPECT_EQ(grpo_model["model"], "kforge-micro@3");
   EXPECT_EQ(grpo_model["parent_id"], sft_model_id);
@@ -589,6 +601,15 @@ TEST(TrainingJobs, BadPayloadsFailNamingTheField) {
   fs::path bad_jsonl = data.path / "bad.jsonl";
   std::ofstream(bad_jsonl) << R"({"prompt": "a", "completion": "b"})" << "\n" << R"({"prompt": 3})" << "\n";
   cases.push_back({"/v1/training-jobs", "", {{"method", "sft"}, {"dataset", bad_jsonl.string()}}, "dataset: "});
+  // A data file posing a held-out op (add_bcast_3d: its inputs and source, renamed) is refused.
+  fs::path leaky_jsonl = data.path / "leaky.jsonl";
+  std::ofstream(leaky_jsonl) << json{{"prompt", "### op plus\n### target opencl\n### inputs\nx: float32[32, 512, 512]\ny: float32[32, 1, 512]\n"
+                                                "### source\ndef forward(x: Tensor, y: Tensor) -> Tensor:\n    return x + y\n"
+                                                "### kernel\n"},
+                                     {"completion", "k"}}.dump()
+                                << "\n";
+  cases.push_back({"/v1/training-jobs", "", {{"method", "sft"}, {"dataset", leaky_jsonl.string()}},
+                   "dataset: holds 1 held-out op(s), first add_bcast_3d"});
 
   std::vector<int64_t> job_ids;
   for (const auto& c : cases) {

@@ -1,7 +1,7 @@
 // Issue 17's training options on a tiny bigram policy and synthetic checkers: leave-one-out
 // advantages, the speed bonus ranked among correct samples, the per-step hacking watch
 // (re-checks with fresh secret seeds), the pass-rate curriculum, expert iteration (rft), and
-// the SFT dataset refusing held-out ops. Run: ctest -R train_test
+// the SFT dataset refusing held-out ops and finding them in data files. Run: ctest -R train_test
 // (build/bin/train_test --gtest_filter='Loo*:SpeedAmongCorrect*:HackingWatch*:Curriculum*:Rft*:Dataset*')
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,7 +14,9 @@
 #include "worker/train/curriculum.h"
 #include "worker/train/dataset.h"
 #include "worker/train/grpo_trainer.h"
+#include "worker/train/prompt_template.h"
 #include "worker/train/rft.h"
+#include "worker/train/suite_tasks.h"
 
 using namespace kforge::train;
 
@@ -234,4 +236,30 @@ TEST(Dataset, RefusesHeldOutOps) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("held-out"), std::string::npos) << e.what();
   }
+}
+
+TEST(Dataset, HeldOutOpsInADataFileAreFoundAndTheTrainSplitHasNone) {
+  auto heldout = load_suite(std::string(KFORGE_SOURCE_DIR) + "/suite", "heldout");
+  auto train = load_suite(std::string(KFORGE_SOURCE_DIR) + "/suite", "train");
+  ASSERT_FALSE(heldout.empty());
+  const SuiteOp* add_bcast = nullptr;
+  for (const auto& op : heldout) add_bcast = op.spec.name == "add_bcast_3d" ? &op : add_bcast;
+  ASSERT_NE(add_bcast, nullptr);
+  // Every train op's prompt, in both styles and every target: no held-out op among them,
+  // although train's add has held-out add_bcast_3d's source (other shapes).
+  std::vector<SftExample> pairs;
+  for (const auto& op : train)
+    for (auto style : {PromptStyle::kforge_tiny, PromptStyle::chatml})
+      for (const char* target : {"opencl", "triton"}) pairs.push_back({render_prompt(prompt_op(op.spec, target), style), "k"});
+  EXPECT_TRUE(heldout_leaks(pairs, heldout).empty());
+  // A held-out op renamed, reindented and in ChatML is still found.
+  PromptOp renamed = prompt_op(add_bcast->spec, "triton");
+  renamed.name = "plus_three_d";
+  std::string prompt = render_prompt(renamed, PromptStyle::chatml);
+  size_t body = prompt.find("    return");
+  ASSERT_NE(body, std::string::npos);
+  prompt.replace(body, 4, "  ");
+  pairs.push_back({prompt, "k"});
+  EXPECT_EQ(heldout_leaks(pairs, heldout), (std::vector<std::string>{"add_bcast_3d"}));
+  EXPECT_TRUE(heldout_leaks({{"no template here", "k"}}, heldout).empty());
 }
