@@ -25,6 +25,7 @@ namespace {
 const char* kUsage =
     "usage: kforge-worker check OP.json PROGRAM... [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
     "                           [--no-time] [--time-budget S] [--no-compile-baseline] [--timing-lock FILE]\n"
+    "                           [--spares N] [--spare-policy settle|gate|overlap]\n"
     "  Several programs are checked in order by one Checker (one JSON line each; exit 0 if all correct).\n"
     "  Checks one kernel program (docs/kernel-format.md: .cl, .cu or a Triton .py) against an op\n"
     "  (docs/harness.md) and prints the result as JSON. On a GPU (cuda, triton, or opencl --device gpu)\n"
@@ -32,6 +33,8 @@ const char* kUsage =
     "  outcome, 2 bad usage or a bad op.\n"
     "  --timing-lock FILE: checks run side by side on one device take turns to time (flock on FILE;\n"
     "  default $KFORGE_GPU_TIMING_LOCK), so they can compile and verify in parallel.\n"
+    "  --spares N, --spare-policy P: children started ahead of need, and how they keep out of timed\n"
+    "  runs (docs/harness.md; default 1 and settle on a CPU, 2 and gate on a GPU).\n"
     "  The secret seed comes from KFORGE_SECRET_SEED (never from the command line).\n";
 
 bool read_file(const std::string& path, std::string& text) {
@@ -55,6 +58,8 @@ int check_command(int argc, char** argv) {
     int trials = 5;
     bool time = true;
     double time_budget_s = 1.0;
+    int spares = 0;
+    std::string spare_policy;
   } options;
   for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
     std::string arg = argv[arg_idx];
@@ -82,6 +87,13 @@ int check_command(int argc, char** argv) {
         options.time = false;
       } else if (arg == "--time-budget") {
         options.time_budget_s = std::stod(value());
+      } else if (arg == "--spares") {
+        options.spares = std::stoi(value());
+        if (options.spares < 1 || options.spares > 8) throw std::invalid_argument("must be 1 to 8");
+      } else if (arg == "--spare-policy") {
+        options.spare_policy = value();
+        if (options.spare_policy != "settle" && options.spare_policy != "gate" && options.spare_policy != "overlap")
+          throw std::invalid_argument("is '" + options.spare_policy + "'; use settle, gate or overlap");
       } else if (arg.rfind("--", 0) == 0) {
         std::cerr << "kforge-worker check: unknown option " << arg << "\n" << kUsage;
         return 2;
@@ -126,6 +138,8 @@ int check_command(int argc, char** argv) {
   check_options.trials = options.trials;
   check_options.time = options.time;
   check_options.time_budget_s = options.time_budget_s;
+  check_options.spares = options.spares;
+  check_options.spare_policy = options.spare_policy;
   auto checker = Checker::create(parsed.spec, check_options, error);
   if (!checker) {
     std::cerr << "kforge-worker check: " << error << "\n";

@@ -86,6 +86,19 @@ class TimingLock {
   int fd_ = -1;
 };
 
+// What a timed run holds: the timing lock shared with other Checkers and, under the spare
+// policy "gate", the GPU gate, so no pre-started child initialises its device meanwhile.
+// The gate is taken first: a child initialising holds it only briefly.
+class TimedWindow {
+ public:
+  TimedWindow(const std::string& timing_lock, const std::string& gate, const std::function<bool()>& stop_requested)
+      : gate_(gate, stop_requested), timing_(timing_lock, stop_requested) {}
+
+ private:
+  TimingLock gate_;
+  TimingLock timing_;
+};
+
 std::string describe_shapes(const ShapeSet& shapes) {
   std::string out;
   for (const auto& [name, shape] : shapes) out += (out.empty() ? "" : " ") + name + "=" + shape_to_string(shape);
@@ -208,6 +221,27 @@ struct Arena {
   }
 };
 
+// The GPU gate's file (sandbox_policy.h): a memfd of this Checker's own, so its children
+// never initialise a device while it times. Not the timing lock's file: a child would then
+// wait out other Checkers' timed runs before it could even start. Children get their own
+// open of it.
+struct GateFile {
+  int fd = -1;
+  std::string path;  // what TimingLock opens (a fresh open of the same file)
+  ~GateFile() {
+    if (fd >= 0) close(fd);
+  }
+  bool open(std::string& error) {
+    fd = memfd_create("kforge-gpu-gate", MFD_CLOEXEC);
+    if (fd < 0) {
+      error = std::string("the GPU gate's memfd: ") + std::strerror(errno);
+      return false;
+    }
+    path = "/proc/self/fd/" + std::to_string(fd);
+    return true;
+  }
+};
+
 }  // namespace
 
 struct Checker::Impl {
@@ -227,6 +261,8 @@ struct Checker::Impl {
   std::map<std::string, CheckResult> cache;
   bool gpu = false;                        // the candidate's device is a GPU: GPU reference and baselines
   std::optional<TimingStats> baseline_compile;
+  GateFile gate;
+  std::string spare_policy;                // options.spare_policy resolved: settle, gate or overlap
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
   std::unique_ptr<SandboxChild> gpu_reference;  // the runner with the op's own code (never a candidate's)
 
@@ -236,6 +272,8 @@ struct Checker::Impl {
   bool build_arena(std::string& error);
   void choose_rotations();
   bool start_sandboxes(std::string& error);
+  //! The GPU gate's path while the spare policy is "gate", else "" (TimedWindow).
+  std::string held_gate() const { return spare_policy == "gate" ? gate.path : std::string(); }
   std::vector<std::string> runner_argv(const std::string& role, const std::string& device) const;
   bool start_gpu_reference(std::string& error);
 
@@ -409,6 +447,8 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   launch.arena_inputs_fd = arena.input_fd;
   launch.arena_outputs_fd = arena.output_fd;
   launch.stop_requested = options.stop_requested;
+  if (!gate.open(error)) return false;
+  launch.gpu_gate_fd = gate.fd;
   sandboxes = std::make_unique<SandboxPool>(launch);
   auto first = SandboxChild::start(launch, error);
   if (!first || !first->await_ready(error)) return false;
@@ -438,6 +478,12 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
                            "glibc malloc: blocks above the mmap threshold, at most 32 MiB, are page-faulted per call)";
   }
   max_block = device.value("max_work_group", int64_t{1024});
+  spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
+  if (spare_policy != "settle" && spare_policy != "gate" && spare_policy != "overlap") {
+    error = "unknown spare policy '" + spare_policy + "' (settle, gate or overlap)";
+    return false;
+  }
+  sandboxes->set_depth(options.spares > 0 ? options.spares : (gpu ? 2 : 1));
   environment.sandbox = sandbox_summary(first->jail_report());
   sandboxes->keep(std::move(first));
   return true;
@@ -464,6 +510,7 @@ bool Checker::Impl::start_gpu_reference(std::string& error) {
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
   launch.arena_inputs_fd = arena.input_fd;
   launch.arena_outputs_fd = arena.output_fd;
+  launch.gpu_gate_fd = gate.fd;
   gpu_reference = SandboxChild::start(launch, error);
   if (!gpu_reference || !gpu_reference->await_ready(error)) {
     error = "the GPU reference runner did not start: " + error;
@@ -574,7 +621,7 @@ void Checker::check_into(const std::string& program_text, clock_type::time_point
     cached.total_ms = ms_between(started, clock_type::now());
     cached.overhead_ms = cached.total_ms;
     cached.compile_ms = cached.run_ms = cached.time_ms = 0;
-    cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = 0;
+    cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = cached.compare_ms = 0;
     result = std::move(cached);
   };
   const auto& store = impl_->options.result_store;
@@ -744,6 +791,11 @@ bool Checker::Impl::run_trial(SandboxChild& child, const LaunchPlan& plan, size_
 bool Checker::Impl::outputs_match(size_t trial_idx, const std::vector<int64_t>& output_offsets,
                                   const std::string& what, CheckResult& result) const {
   const Trial& trial = trials[trial_idx];
+  struct CompareClock {  // the time spent here counts as compare_ms, however it returns
+    CheckResult& result;
+    clock_type::time_point started = clock_type::now();
+    ~CompareClock() { result.compare_ms += ms_between(started, clock_type::now()); }
+  } compare_clock{result};
   for (size_t out_idx = 0; out_idx < trial.expected.size(); ++out_idx) {
     const HostTensor& expected = trial.expected[out_idx];
     auto cmp = compare_output(expected, arena.base + output_offsets[out_idx], spec.atol, spec.rtol);
@@ -818,10 +870,12 @@ json Checker::Impl::timing_knobs() const {
 // baselines, by the same protocol: libtorch eager in this process on a CPU; PyTorch CUDA
 // eager and torch.compile in the reference runner on a GPU.
 void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result) {
-  // The pre-started next sandbox initialises its device and compiles a warm-up kernel
-  // (~130 ms of CPU on an idle 2-core machine): let it finish before the timed runs
-  // so the harness never competes with its own measurement.
-  if (sandboxes->has_spare()) {
+  // On a CPU the pre-started sandboxes initialise their device and compile a warm-up
+  // kernel (~130 ms of CPU on an idle 2-core machine): let them finish before the timed
+  // runs so the harness never competes with its own measurement. On a GPU they go on
+  // starting (their CPU work does not touch the measurement) and the timed window holds
+  // the GPU gate instead (TimedWindow; the wait for it counts as spare_wait).
+  if (spare_policy == "settle" && sandboxes->has_spare()) {
     auto spare_started = clock_type::now();
     sandboxes->settle();
     result.spare_wait_ms = ms_between(spare_started, clock_type::now());
@@ -847,7 +901,9 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
   json reply;
   {
-    TimingLock lock(options.timing_lock, options.stop_requested);
+    auto window_asked = clock_type::now();
+    TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
+    if (spare_policy == "gate") result.spare_wait_ms += ms_between(window_asked, clock_type::now());
     if (!child.exchange(time_command, time_limit_s, "timing", reply, result)) return;
   }
   if (!reply.value("ok", false)) {
@@ -861,7 +917,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   if (gpu) {
     if (!time_gpu_baselines(result)) return;
   } else {
-    TimingLock lock(options.timing_lock, options.stop_requested);
+    TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
     result.baseline = time_baseline();
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
@@ -919,7 +975,7 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
       }
       double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
       if (ready) {
-        TimingLock lock(options.timing_lock, options.stop_requested);
+        TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
         ready = gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&
                 reply.value("ok", false);
       }

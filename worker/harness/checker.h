@@ -69,6 +69,14 @@ struct CheckOptions {
   //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
   std::function<bool()> stop_requested;
   std::string timing_lock;       //!< a file to flock while timing, so Checkers side by side never time at once
+  //! Children started ahead of need: 0 = 1 on a CPU, 2 on a GPU (where start-up, a CUDA
+  //! context or torch's import, takes longer than one candidate's check).
+  int spares = 0;
+  //! How pre-started children keep out of timed runs: "settle" (all ready before timing;
+  //! what a CPU needs, where their start-up would steal cores), "gate" (they initialise
+  //! their device only while nothing is timed: the GPU gate, sandbox_policy.h), "overlap"
+  //! (no rule; for measuring what the rule costs). "" = settle on a CPU, gate on a GPU.
+  std::string spare_policy;
 };
 
 //! Where and how outputs first differed.
@@ -137,6 +145,7 @@ struct CheckResult {
   double sandbox_wait_ms = 0;  //!< part of overhead: waiting for the pre-started sandbox to be ready
   double spare_wait_ms = 0;    //!< part of overhead: before timing, waiting for the next sandbox to finish starting
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
+  double compare_ms = 0;       //!< part of overhead: comparing outputs with the reference in the parent
 
   //! JSON object with every field above.
   std::string to_json() const;

@@ -1,6 +1,6 @@
 // Output comparison with tolerances: NaN/Inf must match, the first bad element is
 // reported with expected and actual values; near-constant references are flagged
-// as weak tests. Test: ctest -R 'harness_(checker|adversarial)'.
+// as weak tests. Test: ctest -R 'harness_(compare|checker|adversarial)'.
 #pragma once
 
 #include <cstdint>

@@ -109,19 +109,28 @@ bool SandboxChild::exchange(const json& command, double timeout_s, const std::st
 void SandboxChild::quit() { process_->write_all("{\"cmd\":\"quit\"}\n"); }
 
 std::unique_ptr<SandboxChild> SandboxPool::take(std::string& error) {
-  std::unique_ptr<SandboxChild> child = std::move(spare_);
-  if (!child) {
+  std::unique_ptr<SandboxChild> child;
+  if (!spares_.empty()) {
+    child = std::move(spares_.front());
+    spares_.pop_front();
+  } else {
     child = SandboxChild::start(launch_, error);
     if (!child) return nullptr;
   }
-  spare_ = SandboxChild::start(launch_, error);
+  while (static_cast<int>(spares_.size()) < depth_) {
+    std::string spare_error;
+    auto spare = SandboxChild::start(launch_, spare_error);
+    if (!spare) break;  // the next take() starts one itself and reports why it cannot
+    spares_.push_back(std::move(spare));
+  }
   if (!child->await_ready(error)) return nullptr;
   return child;
 }
 
 void SandboxPool::settle() {
   std::string error;
-  if (spare_ && !spare_->await_ready(error)) spare_.reset();
+  for (auto spare = spares_.begin(); spare != spares_.end();)
+    spare = (*spare)->await_ready(error) ? std::next(spare) : spares_.erase(spare);
 }
 
 }  // namespace kforge::harness

@@ -5,6 +5,8 @@
 // Test: ctest -R 'harness_(checker|adversarial|sandbox)'.
 #pragma once
 
+#include <algorithm>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,25 +57,29 @@ class SandboxChild {
   nlohmann::json device_;
 };
 
-//! A fresh child per candidate, the next one always starting in the background, so a
-//! candidate never waits for process start-up and OpenCL initialisation.
+//! A fresh child per candidate, the next ones always starting in the background, so a
+//! candidate never waits for process start-up and device initialisation.
 class SandboxPool {
  public:
   explicit SandboxPool(SandboxLaunch launch) : launch_(std::move(launch)) {}
-
-  //! The pre-started child (or a new one) once ready; starts the next. nullptr and `error` if none starts.
+  //! How many children to keep starting ahead (at least 1): on a GPU start-up (a CUDA
+  //! context; torch and triton imports) takes longer than one candidate's check.
+  void set_depth(int depth) { depth_ = std::max(1, depth); }
+  //! The oldest pre-started child (or a new one) once ready; tops the spares up to the
+  //! depth first. nullptr and `error` if none starts.
   std::unique_ptr<SandboxChild> take(std::string& error);
   //! Keeps a started child as the next one to hand out.
-  void keep(std::unique_ptr<SandboxChild> child) { spare_ = std::move(child); }
-  //! Lets the pre-started child finish starting (dropping it if it fails), so it does not
-  //! compete with a timed run.
+  void keep(std::unique_ptr<SandboxChild> child) { spares_.push_front(std::move(child)); }
+  //! Lets the pre-started children finish starting (dropping those that fail), so they
+  //! do not compete with a timed run.
   void settle();
   //! True when a pre-started child is waiting.
-  bool has_spare() const { return spare_ != nullptr; }
+  bool has_spare() const { return !spares_.empty(); }
 
  private:
   SandboxLaunch launch_;
-  std::unique_ptr<SandboxChild> spare_;
+  int depth_ = 1;
+  std::deque<std::unique_ptr<SandboxChild>> spares_;
 };
 
 }  // namespace kforge::harness

@@ -11,12 +11,14 @@
 //        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
 // Test: ctest -R 'harness_(checker|adversarial|kernel_backend|sandbox)'.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -97,6 +99,27 @@ struct BufferSet {
 // A failed check inside the child, reported as {"ok": false, "kind": ..., ...}.
 struct ChildFailure {
   json reply;
+};
+
+// Holds the GPU gate ($KFORGE_GPU_GATE_FD, sandbox_policy.h) from construction; closes it
+// on destruction, which lets it go.
+class GpuGate {
+ public:
+  GpuGate() {
+    const char* name = std::getenv("KFORGE_GPU_GATE_FD");
+    if (!name || !*name) return;
+    fd_ = std::atoi(name);
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~GpuGate() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  GpuGate(const GpuGate&) = delete;
+  GpuGate& operator=(const GpuGate&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 class Sandbox {
@@ -347,11 +370,17 @@ int main(int argc, char** argv) {
     if (std::string(argv[arg_idx]) == "--target") target = argv[arg_idx + 1];
   }
   std::unique_ptr<Sandbox> sandbox;
-  try {
-    sandbox = std::make_unique<Sandbox>(target, device);
-  } catch (const std::exception& e) {
-    reply({{"ready", false}, {"message", e.what()}});
-    return 1;
+  {
+    // The device is initialised (context, warm-up kernel) while holding the GPU gate, so
+    // a pre-started sandbox never touches the GPU while the parent times another; the
+    // gate is closed before any command arrives, so no candidate can hold it.
+    GpuGate gate;
+    try {
+      sandbox = std::make_unique<Sandbox>(target, device);
+    } catch (const std::exception& e) {
+      reply({{"ready", false}, {"message", e.what()}});
+      return 1;
+    }
   }
   // Start-up is done: on the CPU the kernel will run in this process, so narrow the
   // seccomp filter to what PoCL needs before any candidate code is compiled.

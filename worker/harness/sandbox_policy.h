@@ -69,5 +69,9 @@ bool sandbox_policy_from_json(const std::string& text, SandboxPolicy& policy, st
 constexpr int kArenaInputFd = 3;   //!< the op's inputs (a sealed, read-only memfd)
 constexpr int kReplyFd = 4;        //!< replies to the parent (a pipe of its own; never stdout)
 constexpr int kArenaOutputFd = 5;  //!< output slots (writable memfd)
+//! The GPU gate (a lock; $KFORGE_GPU_GATE_FD when given): a child holds it while it
+//! initialises its device and closes it before reading any command, and the parent holds
+//! it while it times, so a pre-started child never touches the GPU during a measurement.
+constexpr int kGpuGateFd = 6;
 
 }  // namespace kforge::harness

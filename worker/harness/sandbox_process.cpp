@@ -119,6 +119,9 @@ void apply_prlimits(pid_t pid, const SandboxLimits& limits) {
 
 }  // namespace
 
+constexpr const char* kGateEnv = "KFORGE_GPU_GATE_FD=6";
+static_assert(kGpuGateFd == 6, "kGateEnv names fd 6");
+
 std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpawn& spawn, std::string& error) {
   if (spawn.argv.empty()) {
     error = "SandboxProcess::start_sandboxed: empty argv";
@@ -157,7 +160,17 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpa
                                           {reply_pipe[1], kReplyFd}};
   if (spawn.arena_inputs_fd >= 0) fds.push_back({spawn.arena_inputs_fd, kArenaInputFd});
   if (spawn.arena_outputs_fd >= 0) fds.push_back({spawn.arena_outputs_fd, kArenaOutputFd});
+  // The child's own open of the gate: a lock taken through a shared open would be the
+  // parent's lock too and exclude nobody.
+  int gate_fd = spawn.gpu_gate_fd >= 0
+                    ? ::open(("/proc/self/fd/" + std::to_string(spawn.gpu_gate_fd)).c_str(), O_RDWR | O_CLOEXEC)
+                    : -1;
+  if (gate_fd >= 0) {
+    fds.push_back({gate_fd, kGpuGateFd});
+    envp.insert(envp.end() - 1, const_cast<char*>(kGateEnv));
+  }
   pid_t pid = spawn_child(argv, envp.data(), fds, /*new_session=*/true, error);
+  if (gate_fd >= 0) ::close(gate_fd);
   ::close(in_pipe[0]);
   ::close(reply_pipe[1]);
   if (pid < 0) {
@@ -213,7 +226,17 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::str
 }
 
 SandboxProcess::~SandboxProcess() {
-  kill_now();
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) {
+      std::thread([pid = pid_] {
+        int ignored = 0;
+        while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+        }
+      }).detach();
+    }
+  }
   close_fd(stdin_fd_);
   close_fd(reply_fd_);
   close_fd(stdout_fd_);

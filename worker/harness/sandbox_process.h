@@ -35,6 +35,7 @@ struct SandboxSpawn {
   SandboxLimits limits;
   int arena_inputs_fd = -1;   //!< becomes fd 3 (read-only inputs)
   int arena_outputs_fd = -1;  //!< becomes fd 5 (output slots)
+  int gpu_gate_fd = -1;       //!< a memfd whose lock is the GPU gate: the child gets its own open of it as fd 6
 };
 
 //! A started child, killed on destruction.
@@ -50,6 +51,8 @@ class SandboxProcess {
   //! `data_fd` >= 0 is passed as fd 3.
   static std::unique_ptr<SandboxProcess> start(const std::vector<std::string>& argv, const SandboxLimits& limits,
                                                int data_fd, std::string& error);
+  //! Kills the child (SIGKILL) and reaps it in the background: a process that held a GPU
+  //! context takes a while to go, and the checker's next candidate need not wait for it.
   ~SandboxProcess();
   SandboxProcess(const SandboxProcess&) = delete;
   SandboxProcess& operator=(const SandboxProcess&) = delete;

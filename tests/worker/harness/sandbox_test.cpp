@@ -5,6 +5,8 @@
 // internet socket. Run: ctest -R harness_sandbox.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -134,6 +136,42 @@ RawSyscallRun run_raw_syscall_kernel() {
 }
 
 }  // namespace
+
+// A pre-started child initialises its device only while it holds the GPU gate (fd 6, the
+// checker's memfd), so it never does so inside the checker's timed window: while the
+// gate is held here, the child sends no ready line; once let go, it does.
+TEST(Sandbox, ChildWaitsForTheGpuGateBeforeItInitialisesItsDevice) {
+  int gate = ::memfd_create("test-gate", MFD_CLOEXEC);
+  int inputs = ::memfd_create("test-inputs", MFD_CLOEXEC), outputs = ::memfd_create("test-outputs", MFD_CLOEXEC);
+  ASSERT_GE(gate, 0);
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  ASSERT_EQ(::ftruncate(inputs, page), 0);
+  ASSERT_EQ(::ftruncate(outputs, page), 0);
+  // The timed window's own open of the gate: flock locks belong to an open file description.
+  int held = ::open(("/proc/self/fd/" + std::to_string(gate)).c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  SandboxLaunch launch;
+  launch.argv = {helper_binary_path("kforge-sandbox")};
+  launch.kind = SandboxKind::kernel_cpu;
+  launch.limits.cpu_seconds = 60;
+  launch.arena_inputs_fd = inputs;
+  launch.arena_outputs_fd = outputs;
+  launch.gpu_gate_fd = gate;
+  std::string error;
+  auto child = SandboxChild::start(launch, error);
+  ASSERT_TRUE(child) << error;
+  const auto started = clock_type::now();
+  std::atomic<bool> ready{false};
+  std::thread waiter([&] { ready = child->await_ready(error); });
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // a PoCL child is ready in ~0.3 s ungated
+  EXPECT_FALSE(ready) << "the child initialised its device while the gate was held";
+  ::flock(held, LOCK_UN);
+  waiter.join();
+  EXPECT_TRUE(ready) << error;
+  EXPECT_GE(clock_type::now() - started, std::chrono::seconds(4));
+  for (int fd : {held, gate, inputs, outputs}) ::close(fd);
+}
 
 TEST(Sandbox, KernelRawSyscallIsKilledByTheFilterNotExecuted) {
   REQUIRE_OPENCL();

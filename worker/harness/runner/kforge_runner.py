@@ -472,6 +472,33 @@ def classify(error):
     return "runtime_error", short_error(error), ""
 
 
+def import_heavy_modules():
+    """torch and triton (when installed): seconds of CPU work that needs no GPU."""
+    import torch  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+
+
+class gpu_gate:
+    """Holds the GPU gate ($KFORGE_GPU_GATE_FD) inside the block, then closes it for good."""
+
+    def __enter__(self):
+        self.fd = int(os.environ.get("KFORGE_GPU_GATE_FD", "-1"))
+        if self.fd >= 0:
+            import fcntl
+
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd >= 0:
+            os.close(self.fd)
+        return False
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--role", choices=["candidate", "reference"], required=True)
@@ -494,8 +521,14 @@ def main():
         reply_file.flush()
 
     try:
-        runner = Runner(args.role, args.device)
-        reply({"ready": True, "device": runner.describe()})
+        import_heavy_modules()
+        # The device is initialised under the GPU gate (sandbox_policy.h): a pre-started
+        # runner imports torch and triton at any time, but touches the GPU only while the
+        # checker is not timing; the gate is closed before any command arrives.
+        with gpu_gate():
+            runner = Runner(args.role, args.device)
+            description = runner.describe()
+        reply({"ready": True, "device": description})
     except Exception as error:
         reply({"ready": False, "message": short_error(error)})
         return 1
