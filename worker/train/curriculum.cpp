@@ -1,4 +1,5 @@
-// Task rotation and the pass-rate curriculum; see curriculum.h. Tested by ctest -R train_test (Curriculum.*).
+// Task rotation and the pass-rate curriculum; see curriculum.h.
+// Tested by ctest -R train_test (Curriculum.*).
 #include "worker/train/curriculum.h"
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // SFT dataset builder; see dataset.h. Only ops the caller passes are used: the CLI
 // passes the train split, and a held-out op throws, so held-out ops never reach the SFT
-// corpus. Tested by ctest -R 'train_(test|harness_test)'.
+// corpus. Tested by ctest -R train_test and ctest -R train_harness_test.
 #include "worker/train/dataset.h"
 
 #include <nlohmann/json.hpp>

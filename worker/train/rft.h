@@ -1,8 +1,8 @@
 // Expert iteration (rejection-sampling fine-tuning, `method: rft`): each round samples n
 // completions per train task from the current policy, keeps the ones the trusted checker
 // verifies correct, and fine-tunes on every kernel kept so far. The cheap, steady baseline
-// GRPO must beat. Tested by tests/worker/train/rft_test.cpp (ctest -R train_test) and end
-// to end on PoCL by train_harness_test and jobs_training_test.
+// GRPO must beat. Tested by tests/worker/train/rl_options_test.cpp (ctest -R train_test) and end
+// to end on PoCL by jobs_training_test.
 #pragma once
 
 #include <array>
