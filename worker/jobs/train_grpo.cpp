@@ -133,17 +133,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     }
   }
 
-  std::string final_dir = train::latest_checkpoint(out_dir);
-  if (final_dir.empty()) throw std::runtime_error("grpo: no checkpoint was written");
-  db::ModelRecord final_model = register_checkpoint(final_dir, train::checkpoint_step(final_dir), json{{"method", "grpo"}});
-  events.info("finished", json{{"model_id", final_model.id}, {"steps", args.steps}}.dump());
-  json out = {{"model_id", final_model.id},
-              {"model", final_model.name + "@" + std::to_string(final_model.version)},
-              {"model_path", final_model.path},
-              {"steps", args.steps},
-              {"resumed_from", resumed},
-              {"base_model_id", args.base_model_id},
-              {"checkpoint_model_ids", registry.ids()}};
+  json out = finish_training(registry, events, out_dir, "grpo", "steps", args.steps, resumed, args.base_model_id);
   if (resumed < args.steps) out["last_step"] = step_summary(last);
   return worker::JobOutcome::complete(out.dump());
 }
@@ -151,11 +141,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
 }  // namespace
 
 worker::JobOutcome run_train_grpo(worker::JobContext& ctx, const TrainingJobOptions& options) {
-  try {
-    return run(ctx, options);
-  } catch (const std::invalid_argument& e) {
-    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
-  }
+  return without_retry_on_bad_payload([&] { return run(ctx, options); });
 }
 
 }  // namespace kforge::jobs

@@ -103,18 +103,8 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     registry.add(checkpoint, round, metrics.dump());
   }
 
-  std::string final_dir = train::latest_checkpoint(out_dir);
-  if (final_dir.empty()) throw std::runtime_error("rft: no checkpoint was written");
-  db::ModelRecord final_model = registry.add(final_dir, train::checkpoint_step(final_dir), json{{"method", "rft"}}.dump());
-  events.info("finished", json{{"model_id", final_model.id}, {"rounds", args.rounds}}.dump());
-  json out = {{"model_id", final_model.id},
-              {"model", final_model.name + "@" + std::to_string(final_model.version)},
-              {"model_path", final_model.path},
-              {"rounds", args.rounds},
-              {"resumed_from", resumed},
-              {"base_model_id", args.base_model_id},
-              {"kept", trainer->pool().size()},
-              {"checkpoint_model_ids", registry.ids()}};
+  json out = finish_training(registry, events, out_dir, "rft", "rounds", args.rounds, resumed, args.base_model_id);
+  out["kept"] = trainer->pool().size();
   if (resumed < args.rounds) out["last_round"] = round_summary(last);
   return worker::JobOutcome::complete(out.dump());
 }
@@ -122,11 +112,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
 }  // namespace
 
 worker::JobOutcome run_train_rft(worker::JobContext& ctx, const TrainingJobOptions& options) {
-  try {
-    return run(ctx, options);
-  } catch (const std::invalid_argument& e) {
-    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
-  }
+  return without_retry_on_bad_payload([&] { return run(ctx, options); });
 }
 
 }  // namespace kforge::jobs

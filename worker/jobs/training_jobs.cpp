@@ -14,6 +14,7 @@
 #include "db/models.h"
 #include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
+#include "worker/train/checkpoint.h"
 
 namespace kforge::jobs {
 namespace {
@@ -107,6 +108,23 @@ db::ModelRecord CheckpointRegistry::add(const std::string& checkpoint_dir, int s
   events_.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
                data.dump());
   return model;
+}
+
+nlohmann::json finish_training(CheckpointRegistry& registry, JobEvents& events, const std::string& out_dir,
+                               const std::string& method, const std::string& count_key, int count, int resumed,
+                               int64_t base_model_id) {
+  std::string final_dir = train::latest_checkpoint(out_dir);
+  if (final_dir.empty()) throw std::runtime_error(method + ": no checkpoint was written");
+  db::ModelRecord final_model =
+      registry.add(final_dir, train::checkpoint_step(final_dir), nlohmann::json{{"method", method}}.dump());
+  events.info("finished", nlohmann::json{{"model_id", final_model.id}, {count_key, count}}.dump());
+  return {{"model_id", final_model.id},
+          {"model", final_model.name + "@" + std::to_string(final_model.version)},
+          {"model_path", final_model.path},
+          {count_key, count},
+          {"resumed_from", resumed},
+          {"base_model_id", base_model_id},
+          {"checkpoint_model_ids", registry.ids()}};
 }
 
 }  // namespace kforge::jobs

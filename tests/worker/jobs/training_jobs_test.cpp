@@ -123,6 +123,22 @@ bool has_event(kforge::test::ApiServer& server, int64_t job_id, const std::strin
   return false;
 }
 
+// SFT that can learn: kforge-micro trained 120 steps on the teacher kernel of the first
+// train-split op, so it writes that kernel; returns the finished training job.
+json memorise_first_train_op(kforge::test::ApiServer& server) {
+  json sft_request = {{"method", "sft"},
+                      {"suite", "builtin"},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters",
+                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
+                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
+                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
+  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+  EXPECT_EQ(sft_created.status, 202) << sft_created.body;
+  if (sft_created.status != 202) return json::object();
+  return wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+}
+
 }  // namespace
 
 // POST SFT (dataset built from the suite by the teacher) -> metrics and model versions
@@ -287,16 +303,7 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   kforge::test::ApiServer server;
   DataDir data;
   auto worker = start_worker(server.database.url(), data, "training-learn-worker");
-  json sft_request = {{"method", "sft"},
-                      {"suite", "builtin"},
-                      {"output_model", "kforge-micro"},
-                      {"hyperparameters",
-                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
-                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
-                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
-  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
-  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
-  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+  json sft = memorise_first_train_op(server);
   ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
   EXPECT_LT(sft["result"]["final_loss"].get<double>(), 0.2) << "one pair, 120 steps: memorised";
 
@@ -350,16 +357,7 @@ TEST(TrainingJobs, RftKeepsVerifiedKernelsAndRegistersARoundPerVersion) {
   kforge::test::ApiServer server;
   DataDir data;
   auto worker = start_worker(server.database.url(), data, "training-rft-worker");
-  json sft_request = {{"method", "sft"},
-                      {"suite", "builtin"},
-                      {"output_model", "kforge-micro"},
-                      {"hyperparameters",
-                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
-                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
-                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
-  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
-  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
-  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+  json sft = memorise_first_train_op(server);
   ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
   int64_t sft_model_id = sft["model_id"].get<int64_t>();
 
