@@ -38,18 +38,13 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   auto conn = db::connect(options.database_url);
   JobEvents events(*conn, job_id);
 
-  auto base = db::model_get(*conn, args.base_model_id);
-  if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(args.base_model_id) + " does not exist");
-  std::string base_dir = model_weights_dir(*base, "base_model");
-  SuiteRef suite = resolve_training_suite(args.suite, options.suite_dir);
-  auto ops = load_suite_ops(suite, args.check.limit_ops);
-  std::vector<train::Task> tasks = suite_tasks(ops, train::PromptStyle::kforge_tiny);
-
-  std::string work_dir = job_work_dir(options, job_id);
-  std::string out_dir = (fs::path(work_dir) / "checkpoints").string();
-  fs::create_directories(out_dir);
-  std::string resume_dir = train::latest_checkpoint(out_dir);
-  int resumed = resume_dir.empty() ? 0 : train::checkpoint_step(resume_dir);
+  SamplingRun start = prepare_sampling_run(*conn, options, job_id, args.base_model_id, args.suite, args.check.limit_ops);
+  const db::ModelRecord* base = &start.base;
+  const std::string& base_dir = start.base_dir;
+  const std::vector<train::Task>& tasks = start.tasks;
+  const std::string& out_dir = start.out_dir;
+  const std::string& resume_dir = start.resume_dir;
+  const int resumed = start.resumed;
 
   policy::LoadOptions load{options.device, "float32"};
   std::unique_ptr<train::ModelPolicy> policy, reference;

@@ -127,4 +127,20 @@ nlohmann::json finish_training(CheckpointRegistry& registry, JobEvents& events, 
           {"checkpoint_model_ids", registry.ids()}};
 }
 
+SamplingRun prepare_sampling_run(pqxx::connection& conn, const TrainingJobOptions& options, int64_t job_id,
+                                 int64_t base_model_id, const std::string& suite, int limit_ops) {
+  SamplingRun run;
+  auto base = db::model_get(conn, base_model_id);
+  if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(base_model_id) + " does not exist");
+  run.base = *base;
+  run.base_dir = model_weights_dir(run.base, "base_model");
+  auto ops = load_suite_ops(resolve_training_suite(suite, options.suite_dir), limit_ops);
+  run.tasks = train::suite_tasks(ops, train::PromptStyle::kforge_tiny);
+  run.out_dir = (fs::path(job_work_dir(options, job_id)) / "checkpoints").string();
+  fs::create_directories(run.out_dir);
+  run.resume_dir = train::latest_checkpoint(run.out_dir);
+  run.resumed = run.resume_dir.empty() ? 0 : train::checkpoint_step(run.resume_dir);
+  return run;
+}
+
 }  // namespace kforge::jobs

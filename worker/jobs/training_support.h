@@ -63,6 +63,21 @@ class CheckpointRegistry {
   std::vector<int64_t> ids_;
 };
 
+//! Where a GRPO or expert-iteration run starts: the base version and its weights, the
+//! train split's tasks, the checkpoints directory and the newest checkpoint in it.
+struct SamplingRun {
+  db::ModelRecord base;            //!< the base model version
+  std::string base_dir;            //!< its weights directory
+  std::vector<train::Task> tasks;  //!< the suite's train split (first limit_ops), kforge-tiny prompts
+  std::string out_dir;             //!< <work>/checkpoints (created)
+  std::string resume_dir;          //!< newest checkpoint there ("" on a first attempt)
+  int resumed = 0;                 //!< its step or round (0 when none)
+};
+
+//! Reads all of SamplingRun; std::invalid_argument (no retry) naming base_model or suite.
+SamplingRun prepare_sampling_run(pqxx::connection& conn, const TrainingJobOptions& options, int64_t job_id,
+                                 int64_t base_model_id, const std::string& suite, int limit_ops);
+
 //! The end of a GRPO or expert-iteration run: the newest checkpoint under `out_dir`
 //! registered as the job's model (metrics {method}), a "finished" event, and the result
 //! fields both have: model_id, model, model_path, `count_key` (steps or rounds) = count,
