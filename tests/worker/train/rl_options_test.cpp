@@ -2,7 +2,7 @@
 // advantages, the speed bonus ranked among correct samples, the per-step hacking watch
 // (re-checks with fresh secret seeds), the pass-rate curriculum, expert iteration (rft), and
 // the SFT dataset refusing held-out ops and finding them in data files. Run: ctest -R train_test
-// (build/bin/train_test --gtest_filter='Loo*:SpeedAmongCorrect*:HackingWatch*:Curriculum*:Rft*:Dataset*')
+// (build/bin/train_test --gtest_filter='Loo*:SpeedAmongCorrect*:HackingWatch*:Curriculum*:Rft*:Dataset*'); a resumed rft run keeps its pool
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -262,4 +262,32 @@ TEST(Dataset, HeldOutOpsInADataFileAreFoundAndTheTrainSplitHasNone) {
   pairs.push_back({prompt, "k"});
   EXPECT_EQ(heldout_leaks(pairs, heldout), (std::vector<std::string>{"add_bcast_3d"}));
   EXPECT_TRUE(heldout_leaks({{"no template here", "k"}}, heldout).empty());
+}
+
+TEST(Rft, RestoredPoolIsKeptAndNotKeptTwice) {
+  test::TinyBigramPolicy policy(9, 4);
+  LetterChecker checker;
+  RftConfig config;
+  config.rounds = 3;
+  config.samples_per_task = 16;
+  config.max_kept_per_task = 16;
+  config.sampling.max_new_tokens = 5;
+  config.sft.max_steps = 1;
+  config.sft.batch_size = 4;
+  config.sft.micro_batch = 4;
+  config.sft.max_tokens = 64;
+  config.sft.optim.lr = 1e-6;  // the policy barely moves: round 2 samples what round 1 did
+  std::vector<Task> tasks = letter_tasks(2);
+  RftTrainer first(policy, checker, config);
+  RftRoundMetrics one = first.round(tasks);
+  ASSERT_GT(one.pool_size, 0) << "some samples contain 'f' at random";
+  // A resumed job: a new trainer restored from round 1's pool (kept.jsonl) goes on with round 2.
+  RftTrainer resumed(policy, checker, config);
+  resumed.restore(1, first.pool());
+  RftRoundMetrics two = resumed.round(tasks);
+  EXPECT_EQ(two.round, 2);
+  EXPECT_EQ(two.pool_size, one.pool_size + two.kept_new) << "the restored pool is trained on and grows";
+  std::set<std::pair<std::string, std::string>> distinct;
+  for (const auto& example : resumed.pool()) distinct.emplace(example.prompt, example.completion);
+  EXPECT_EQ(distinct.size(), resumed.pool().size()) << "a kernel found again after a resume is not kept twice";
 }
