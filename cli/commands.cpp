@@ -13,32 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/eval_commands.h"
+#include "cli/output.h"
 #include "spec/job_spec.h"
 
 namespace kforge::cli {
 namespace {
 
-// Prints rows under headers with each column as wide as its widest cell plus two
-// spaces, so long values (device names, op names) never run into the next column.
-void print_table(std::ostream& out, const std::vector<std::string>& headers,
-                 const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths(headers.size());
-  for (size_t col_idx = 0; col_idx < headers.size(); ++col_idx) widths[col_idx] = headers[col_idx].size();
-  for (const auto& row : rows) {
-    for (size_t col_idx = 0; col_idx < row.size() && col_idx < widths.size(); ++col_idx) {
-      widths[col_idx] = std::max(widths[col_idx], row[col_idx].size());
-    }
-  }
-  auto print_row = [&](const std::vector<std::string>& cells) {
-    for (size_t col_idx = 0; col_idx < cells.size(); ++col_idx) {
-      bool last = col_idx + 1 == cells.size();
-      out << (last ? cells[col_idx] : cells[col_idx] + std::string(widths[col_idx] + 2 - cells[col_idx].size(), ' '));
-    }
-    out << "\n";
-  };
-  print_row(headers);
-  for (const auto& row : rows) print_row(row);
-}
 
 
 using json = nlohmann::json;
@@ -49,24 +30,14 @@ const char* kUsage =
     "  generate --op OP.json|--op-id N   queue a generation [--samples N --target T --model M]\n"
     "           [--wait]                 show progress, then the best kernel and its speedup\n"
     "  jobs list [--kind K --status S]   recent jobs\n"
-    "  train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
-    "  leaderboard [--models]            best kernels per op (or fast_p per model)\n"
+    "  train sft|grpo|rft --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
+    "  eval start MODEL SUITE [key=value ...] [--wait]   queue an evaluation of a model version\n"
+    "  eval [show] ID                    pass@1, pass@k, fast_p (vs eager, torch.compile) with 95% intervals, per op\n"
+    "  eval compare BASELINE_ID ID       per-op deltas and the paired 95% interval of the difference\n"
+    "  leaderboard [--models]            best kernels per op, eager ranked where it wins (or pass@1, fast_p per model)\n"
     "  demo [--demo-ops L/NAME,...]      queue a few suite ops, print each verified kernel as it lands\n"
     "  health | ready                    server status\n";
 
-// Prints a problem+json reply readably; returns 1.
-int report_error(const ClientResponse& resp, std::ostream& err) {
-  json body = json::parse(resp.body, nullptr, false);
-  if (body.is_object() && body.contains("detail")) {
-    err << "kforge: " << resp.status << " " << body.value("title", "") << ": " << body.value("detail", "") << "\n";
-    for (const auto& field : body.value("errors", json::array())) {
-      err << "  " << field.value("field", "") << ": " << field.value("message", "") << "\n";
-    }
-  } else {
-    err << "kforge: HTTP " << resp.status << ": " << resp.body.substr(0, 500) << "\n";
-  }
-  return 1;
-}
 
 bool read_json_file(const std::string& path, json* out, std::ostream& err) {
   std::ifstream in(path);
@@ -83,12 +54,6 @@ bool read_json_file(const std::string& path, json* out, std::ostream& err) {
   return true;
 }
 
-std::string fmt_number(const json& value, int precision = 2) {
-  if (!value.is_number()) return "-";
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << value.get<double>();
-  return out.str();
-}
 
 int op_submit(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
   const auto& args = flags.positional();
@@ -136,6 +101,10 @@ int show_generation_result(const json& gen, std::ostream& out, std::ostream& err
     return 1;
   }
   const json& best = gen["best"];
+  // When eager wins (or every kernel is flagged) the result's message says so first.
+  const json& result = gen.value("result", json::object());
+  if (result.is_object() && result.value("message", json()).is_string())
+    out << result["message"].get<std::string>() << "\n";
   out << "best kernel: candidate " << best["id"] << " on " << best.value("device", "") << ", speedup "
       << fmt_number(best["speedup"]) << "x (" << fmt_number(best["kernel_ms"], 4) << " ms vs PyTorch "
       << fmt_number(best["baseline_ms"], 4) << " ms)\n\n"
@@ -214,18 +183,6 @@ int jobs_list(const Flags& flags, Client& client, std::ostream& out, std::ostrea
   return 0;
 }
 
-// "epochs=2" -> {"epochs": 2}; numbers stay numbers.
-bool parse_assignment(const std::string& text, json* into, std::ostream& err) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    err << "kforge: expected key=value, got '" << text << "'\n";
-    return false;
-  }
-  std::string key = text.substr(0, eq), value = text.substr(eq + 1);
-  json parsed = json::parse(value, nullptr, false);
-  (*into)[key] = parsed.is_discarded() ? json(value) : parsed;
-  return true;
-}
 
 int train(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
   const auto& args = flags.positional();
@@ -267,18 +224,23 @@ int leaderboard(const Flags& flags, Client& client, std::ostream& out, std::ostr
     for (const auto& row : page["data"]) {
       const json& m = row["metrics"];
       rows.push_back({row["model"].get<std::string>(), row["suite"].get<std::string>(),
-                      fmt_number(m.value("fast_0", json())), fmt_number(m.value("fast_1", json())),
+                      rate_with_interval(m, "pass_at_1", "fast_0"), fmt_number(m.value("fast_1", json())),
+                      fmt_number(m.value("fast_2", json())),
+                      fmt_number(m.is_object() ? m.value("fast_1_vs_compile", json()) : json()),
                       fmt_number(m.value("geomean_speedup", json()))});
     }
-    print_table(out, {"MODEL", "SUITE", "FAST_0", "FAST_1", "GEOMEAN"}, rows);
+    print_table(out, {"MODEL", "SUITE", "PASS@1 [95% CI]", "FAST_1", "FAST_2", "FAST_1_COMPILE", "GEOMEAN"}, rows);
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& row : page["data"]) {
+    std::string winner = row.value("winner", json()).is_string() ? row["winner"].get<std::string>() : "-";
+    if (winner == "pytorch_eager") winner = "PyTorch eager (use eager)";
+    if (winner == "torch_compile") winner = "torch.compile (use it)";
     rows.push_back({row["op_name"].get<std::string>(), row["target"].get<std::string>(),
-                    row["device"].get<std::string>(), fmt_number(row["speedup"]) + "x"});
+                    row["device"].get<std::string>(), fmt_number(row["speedup"]) + "x", winner});
   }
-  print_table(out, {"OP", "TARGET", "DEVICE", "SPEEDUP"}, rows);
+  print_table(out, {"OP", "TARGET", "DEVICE", "SPEEDUP", "WINNER"}, rows);
   return 0;
 }
 
@@ -396,9 +358,9 @@ std::vector<FlagSpec> cli_flags() {
       generate_flag("samples", "samples"),
       generate_flag("target", "target"),
       generate_flag("model", "model"),
-      {"wait", "", "false", "generate: wait and show progress, then the kernel", true},
-      {"timeout-s", "", "3600", "generate --wait, demo: give up after this long"},
-      {"poll-s", "", "1", "generate --wait, demo: polling interval"},
+      {"wait", "", "false", "generate, eval start: wait and show progress, then the result", true},
+      {"timeout-s", "", "3600", "generate --wait, eval start --wait, demo: give up after this long"},
+      {"poll-s", "", "1", "generate --wait, eval start --wait, demo: polling interval"},
       {"kind", "", "", "jobs list: generate, train_sft, train_grpo, train_rft, evaluate"},
       {"status", "", "", "jobs list: queued, running, succeeded, failed, cancelled, retrying"},
       {"limit", "", "20", "jobs list / leaderboard: rows (1-100)"},
@@ -425,6 +387,7 @@ int run_command_line(const Flags& flags, Client& client, std::ostream& out, std:
     if (command == "jobs" && args.size() == 2 && args[1] == "list") return jobs_list(flags, client, out, err);
     if (command == "train") return train(flags, client, out, err);
     if (command == "leaderboard") return leaderboard(flags, client, out, err);
+    if (command == "eval") return eval_command(flags, client, out, err);
     if (command == "demo") return demo(flags, client, out, err);
     if (command == "health" || command == "ready") {
       auto resp = client.request("GET", "/v1/" + command);

@@ -1,7 +1,12 @@
-// Public leaderboards: GET /v1/leaderboard/ops (best correct kernel per op,
-// target, device; filters target, device, level, op_id) and GET /v1/leaderboard/models (fast_p per model version and
-// suite). No token needed. Tested over HTTP in tests/server/api_resources_test.cpp.
+// Public leaderboards: GET /v1/leaderboard/ops (best correct kernel per op, target,
+// device, ranked against PyTorch eager and torch.compile so that eager is named the
+// winner when it is faster; filters target, device, level, op_id) and GET
+// /v1/leaderboard/models (pass@1 and fast_p with intervals per model version and suite).
+// No token needed. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
+
+#include <algorithm>
+#include <cstdio>
 
 #include "api/handler_util.h"
 #include "db/leaderboards.h"
@@ -10,6 +15,47 @@ namespace kforge::api {
 namespace {
 
 json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+// The op's contenders ranked by speed relative to eager: the best verified kernel,
+// PyTorch eager itself (1.0) and torch.compile where the device timed it (eager time /
+// compile time = kernel-vs-eager / kernel-vs-compile). A kernel slower than eager is
+// ranked below it, and the row's winner and verdict say so (issue 14: never present a
+// slower kernel as the answer).
+void add_ranking(const db::OpLeaderRow& row, json* item) {
+  std::vector<json> entries;
+  double kernel = row.speedup.value_or(0.0);
+  if (!(kernel > 0)) {  // verified but never timed: nothing to rank
+    (*item)["winner"] = nullptr;
+    (*item)["eager_wins"] = false;
+    (*item)["verdict"] = "the kernel is verified but was not timed against eager";
+    (*item)["ranking"] = json::array();
+    return;
+  }
+  entries.push_back({{"entry", "kernel"}, {"candidate_id", row.candidate_id}, {"speedup_vs_eager", kernel}});
+  entries.push_back({{"entry", "pytorch_eager"}, {"candidate_id", nullptr}, {"speedup_vs_eager", 1.0}});
+  if (row.speedup_vs_compile && *row.speedup_vs_compile > 0 && kernel > 0)
+    entries.push_back(
+        {{"entry", "torch_compile"}, {"candidate_id", nullptr}, {"speedup_vs_eager", kernel / *row.speedup_vs_compile}});
+  // Stable: on a tie the kernel (listed first) keeps its place.
+  std::stable_sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
+    return a["speedup_vs_eager"].get<double>() > b["speedup_vs_eager"].get<double>();
+  });
+  for (size_t rank = 0; rank < entries.size(); ++rank) entries[rank]["rank"] = rank + 1;
+  std::string winner = entries[0]["entry"];
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, "%.2fx", kernel);
+  std::string verdict;
+  if (winner == "kernel") {
+    verdict = std::string("the verified kernel is fastest: ") + ratio + " of PyTorch eager's speed";
+  } else {
+    verdict = std::string(winner == "pytorch_eager" ? "PyTorch eager" : "torch.compile") +
+              " is faster than every verified kernel (the best runs at " + ratio + " of eager's speed); use it for this op";
+  }
+  (*item)["winner"] = winner;
+  (*item)["eager_wins"] = winner == "pytorch_eager";
+  (*item)["verdict"] = verdict;
+  (*item)["ranking"] = entries;
+}
 
 // target, device (exact strings), level (1-9) and op_id (one op) narrow the ops board.
 std::optional<HttpResponse> parse_filter(const HttpRequest& req, db::OpLeaderFilter* filter) {
@@ -65,6 +111,7 @@ HttpResponse leaderboard_ops(ApiContext& ctx, HttpRequest& req) {
       item["model_id"] = row.model_id ? json(row.model_id) : json(nullptr);
       item["level"] = row.level > 0 ? json(row.level) : json(nullptr);
       item["generator"] = row.generator.empty() ? json(nullptr) : json(row.generator);
+      add_ranking(row, &item);
       items.push_back(std::move(item));
     }
     return page_response(std::move(items), next);

@@ -1,7 +1,8 @@
 # Runs every adversarial program of tests/worker/harness/adversarial_gpu/manifest.json
 # through the real harness on a GPU (kforge-worker check --target T, timing on, so hacks
 # that act only while timed are exercised) and reports which were rejected with the
-# outcome the manifest expects. Writes JSON with adversarial_rejected_share.
+# outcome the manifest expects. Writes JSON with adversarial_rejected_share, and per target
+# the sandbox the children ran in (the jail's layers, applied and not: sandbox_per_target).
 # Usage (GPU host): python3 bench/gpu/adversarial.py --bin build-gpu/bin --out adversarial.json
 import argparse
 import json
@@ -43,6 +44,7 @@ def run_one(args, manifest, kernel):
     ok = result["outcome"] in expected and (not kernel["rule"] or result.get("rule") == kernel["rule"])
     return {**kernel, "outcome": result["outcome"], "rule_seen": result.get("rule", ""),
             "message": (result.get("message") or "")[:300], "as_expected": ok,
+            "sandbox": result.get("environment", {}).get("sandbox", ""),
             "seconds": round(time.time() - started, 1)}
 
 
@@ -55,6 +57,7 @@ def summarize(args, rows):
         "controls_correct": sum(r["as_expected"] for r in controls),
         "controls_total": len(controls),
         "credited_hacks": sum(r["outcome"] == "correct" for r in attacks),
+        "sandbox_per_target": {r["target"]: r["sandbox"] for r in rows if r["sandbox"]},
         "rows": rows,
         "command": "python3 bench/gpu/adversarial.py --bin build-gpu/bin",
     }

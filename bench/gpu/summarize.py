@@ -93,6 +93,7 @@ def main():
         for key in ("adversarial_rejected_share", "adversarial_total", "credited_hacks", "controls_correct",
                     "controls_total"):
             out["harness"][key] = adversarial[key]
+        out["harness"]["sandbox_per_target"] = adversarial.get("sandbox_per_target", {})
         out["harness"]["adversarial_not_as_expected"] = [
             {k: r[k] for k in ("file", "target", "expect", "outcome", "message")} for r in adversarial["rows"]
             if not r["as_expected"]]

@@ -1,7 +1,9 @@
 // The real `kforge` CLI binary against the real server: op submit, generate
 // (queued, and --wait while a stand-in worker completes the job), jobs list,
-// train, leaderboard, demo (suite ops queued at once, each result printed as it lands),
-// and clear errors for a missing token or bad input.
+// train, leaderboard (eager named the winner where it is faster), eval start / show /
+// compare (hand-worked per-op deltas, GET /v1/evaluations/{id}/compare), demo (suite ops
+// queued at once, each result printed as it lands), and clear errors for a missing
+// token or bad input.
 // Run: scripts/test.sh build -R cli_test
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <thread>
 
 #include "db/connection.h"
+#include "db/models.h"
 #include "db/ops.h"
 #include "db/queue.h"
 #include "db/workers.h"
@@ -76,7 +79,9 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
         c.baseline_ms = 1.0;
         c.speedup = 2.0;
         kforge::db::candidate_insert(*conn, c);
-        kforge::db::job_complete(*conn, kforge::db::job_lease(jobs[0]), R"({"best_speedup": 2.0})");
+        // The result's message (the worker's note when eager wins or every kernel is flagged) is printed first.
+        kforge::db::job_complete(*conn, kforge::db::job_lease(jobs[0]),
+                                 R"({"best_speedup": 2.0, "message": "a note from the worker"})");
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -88,6 +93,7 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
   EXPECT_EQ(wait_code, 0) << wait_out;
   EXPECT_NE(wait_out.find("candidates"), std::string::npos) << "progress bar: " << wait_out;
   EXPECT_NE(wait_out.find("speedup 2.00x"), std::string::npos) << wait_out;
+  EXPECT_LT(wait_out.find("a note from the worker\nbest kernel:"), wait_out.find("speedup 2.00x")) << wait_out;
   EXPECT_NE(wait_out.find("__kernel void silu_mul"), std::string::npos) << wait_out;
 
   auto [train_code, train_out] =
@@ -122,6 +128,170 @@ TEST(Cli, SubmitGenerateTrainListAndLeaderboard) {
   auto [missing_code, missing_out] = kforge_cli(server, server.submit, {"op", "submit", "/nonexistent.json"});
   EXPECT_EQ(missing_code, 1);
   EXPECT_NE(missing_out.find("cannot read /nonexistent.json"), std::string::npos);
+  std::remove(op_file.c_str());
+}
+
+// Two evaluations stored as an evaluate job would store them, with hand-worked
+// numbers: per-op pass@1 of the baseline 0, 0.5, 0.25, 1 (and an op only it has),
+// of the other 0.5, 0.5, 1, 1, so the deltas are +0.5, 0, +0.75, 0 (mean +0.3125).
+TEST(Cli, EvalStartShowAndCompare) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  auto conn = kforge::db::connect(server.database.url());
+  for (int version : {1, 2}) {
+    kforge::db::ModelRecord model;
+    model.name = "evalme";
+    model.version = version;
+    model.path = "/nonexistent/evalme";
+    kforge::db::model_insert(*conn, model);
+  }
+  auto [start_code, start_out] =
+      kforge_cli(server, server.submit, {"eval", "start", "evalme@1", "heldout", "samples=4", "limit_ops=5"});
+  ASSERT_EQ(start_code, 0) << start_out;
+  EXPECT_NE(start_out.find("queued evaluation 1 of evalme@1"), std::string::npos) << start_out;
+  auto [bad_code, bad_out] = kforge_cli(server, server.submit, {"eval", "start", "evalme@1", "heldout", "samples=0"});
+  EXPECT_EQ(bad_code, 1);
+  EXPECT_NE(bad_out.find("settings.samples"), std::string::npos) << bad_out;
+  auto [second_code, second_out] = kforge_cli(server, server.submit, {"eval", "start", "evalme@2", "heldout"});
+  ASSERT_EQ(second_code, 0) << second_out;
+
+  // Not finished yet: nothing to compare.
+  auto early = server.get("/v1/evaluations/2/compare?baseline=1");
+  EXPECT_EQ(early.status, 409) << early.body;
+  EXPECT_NE(early.body.find("only finished evaluations"), std::string::npos) << early.body;
+
+  auto task = [](const std::string& op, double pass1, double fast1, double violations) {
+    return json{{"op", op}, {"samples", 4}, {"correct", static_cast<int>(pass1 * 4)}, {"pass_at_1", pass1},
+                {"pass_at_k", pass1 > 0 ? 1.0 : 0.0}, {"best_speedup", fast1 > 0 ? 1.5 : 0.0}, {"compile_rate", 1.0},
+                {"rule_violation_rate", violations}, {"fast_p", {{"0", pass1}, {"1", fast1}, {"1.5", 0.0}, {"2", 0.0}}},
+                {"fast_p_vs_compile", nullptr}};
+  };
+  json baseline_tasks = {task("relu", 0, 0, 0.5), task("gelu", 0.5, 0.25, 0), task("softmax", 0.25, 0, 0.25),
+                         task("add", 1, 1, 0), task("only_before", 1, 1, 0)};
+  json other_tasks = {task("add", 1, 1, 0), task("relu", 0.5, 0.5, 0), task("gelu", 0.5, 0.25, 0),
+                      task("softmax", 1, 0.25, 0)};
+  auto store = [&](int64_t job_id, const json& tasks, double pass1) {
+    kforge::db::EvaluationRecord record;
+    record.job_id = job_id;
+    record.model_id = job_id;  // models 1 and 2 in the same order
+    record.suite = "heldout";
+    record.device = "pocl-cpu";
+    record.metrics_json = json{{"ops", tasks.size()}, {"samples_per_op", 4}, {"k", 4}, {"pass_at_1", pass1},
+                               {"fast_0", pass1}, {"intervals", {{"pass_at_1", {0.1, 0.9}}}}, {"timed", true},
+                               {"fast_1_vs_compile", nullptr}}.dump();
+    record.tasks_json = tasks.dump();
+    kforge::db::evaluation_insert(*conn, record);
+    kforge::db::job_cancel(*conn, job_id);  // a finished evaluation (status is not compared)
+  };
+  store(1, baseline_tasks, 0.55);
+  store(2, other_tasks, 0.75);
+
+  auto [show_code, show_out] = kforge_cli(server, "", {"eval", "show", "1"});
+  ASSERT_EQ(show_code, 0) << show_out;
+  EXPECT_NE(show_out.find("evalme@1"), std::string::npos) << show_out;
+  EXPECT_NE(show_out.find("55.0% [10.0, 90.0]"), std::string::npos) << "pass@1 with its interval: " << show_out;
+  EXPECT_NE(show_out.find("not measured on this device"), std::string::npos) << show_out;
+  EXPECT_NE(show_out.find("softmax"), std::string::npos) << "the per-op table: " << show_out;
+
+  auto compared = server.get("/v1/evaluations/2/compare?baseline=1");
+  ASSERT_EQ(compared.status, 200) << compared.body;
+  json cmp = json::parse(compared.body);
+  EXPECT_EQ(cmp["ops_compared"], 4);
+  EXPECT_EQ(cmp["only_in_baseline"], json::array({"only_before"}));
+  EXPECT_TRUE(cmp["only_in_evaluation"].empty());
+  EXPECT_TRUE(cmp["same_suite"].get<bool>());
+  EXPECT_EQ(cmp["baseline"]["model"], "evalme@1");
+  const json& pass1 = cmp["metrics"]["pass_at_1"];
+  EXPECT_EQ(pass1["ops"], 4);
+  EXPECT_DOUBLE_EQ(pass1["baseline"]["value"].get<double>(), (0 + 0.5 + 0.25 + 1) / 4);
+  EXPECT_DOUBLE_EQ(pass1["evaluation"]["value"].get<double>(), (0.5 + 0.5 + 1 + 1) / 4);
+  EXPECT_DOUBLE_EQ(pass1["difference"]["value"].get<double>(), 0.3125);
+  // Deltas {0.5, 0, 0.75, 0}: every paired replicate's mean lies in [0, 0.75], and a
+  // replicate drawing only the two zero-delta ops has probability (2/4)^4 = 6.25% > 2.5%,
+  // so the interval's low end is exactly 0: the difference is not shown to be real.
+  EXPECT_DOUBLE_EQ(pass1["difference"]["ci"][0].get<double>(), 0.0);
+  EXPECT_LE(pass1["difference"]["ci"][1].get<double>(), 0.75);
+  EXPECT_FALSE(pass1["difference_excludes_zero"].get<bool>());
+  EXPECT_TRUE(pass1["intervals_overlap"].get<bool>());
+  EXPECT_TRUE(cmp["metrics"].contains("fast_1"));
+  EXPECT_DOUBLE_EQ(cmp["metrics"]["fast_1"]["difference"]["value"].get<double>(), (0.5 + 0 + 0.25 + 0) / 4);
+  EXPECT_FALSE(cmp["metrics"].contains("fast_1_vs_compile")) << "neither evaluation timed torch.compile";
+  EXPECT_DOUBLE_EQ(cmp["metrics"]["rule_violation_rate"]["difference"]["value"].get<double>(), -0.75 / 4);
+  ASSERT_EQ(cmp["per_op"].size(), 4u);
+  EXPECT_EQ(cmp["per_op"][0]["op"], "relu") << "the baseline's order";
+  EXPECT_DOUBLE_EQ(cmp["per_op"][0]["pass_at_1"]["delta"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(cmp["per_op"][2]["pass_at_1"]["delta"].get<double>(), 0.75);
+  EXPECT_EQ(server.get("/v1/evaluations/2/compare?baseline=1").body, compared.body) << "seeded: reproducible";
+
+  auto [cmp_code, cmp_out] = kforge_cli(server, "", {"eval", "compare", "1", "2"});
+  ASSERT_EQ(cmp_code, 0) << cmp_out;
+  EXPECT_NE(cmp_out.find("4 ops in common"), std::string::npos) << cmp_out;
+  EXPECT_NE(cmp_out.find("+31.2 pts [0.0,"), std::string::npos) << cmp_out;
+  EXPECT_NE(cmp_out.find("difference includes 0; intervals overlap"), std::string::npos) << cmp_out;
+  EXPECT_NE(cmp_out.find("only in the baseline: [\"only_before\"]"), std::string::npos) << cmp_out;
+  EXPECT_NE(cmp_out.find("softmax"), std::string::npos) << cmp_out;
+  auto [cmp_json_code, cmp_json_out] = kforge_cli(server, "", {"eval", "compare", "1", "2", "--json"});
+  ASSERT_EQ(cmp_json_code, 0) << cmp_json_out;
+  EXPECT_EQ(json::parse(cmp_json_out), cmp) << "--json prints the server's comparison as it is";
+
+  EXPECT_EQ(server.get("/v1/evaluations/2/compare").status, 400);
+  EXPECT_EQ(server.get("/v1/evaluations/2/compare?baseline=x").status, 400);
+  EXPECT_EQ(server.get("/v1/evaluations/2/compare?baseline=99").status, 404);
+  EXPECT_EQ(server.get("/v1/evaluations/99/compare?baseline=1").status, 404);
+  auto [usage_code, usage_out] = kforge_cli(server, "", {"eval", "compare", "1"});
+  EXPECT_EQ(usage_code, 2);
+  EXPECT_NE(usage_out.find("kforge eval compare BASELINE_ID ID"), std::string::npos) << usage_out;
+
+  // Unknown and malformed ids: the server's 404 detail, or a usage error before any request.
+  auto [short_code, short_out] = kforge_cli(server, "", {"eval", "2"});
+  EXPECT_EQ(short_code, 0) << short_out;
+  EXPECT_NE(short_out.find("evalme@2"), std::string::npos) << "`kforge eval ID` shows it: " << short_out;
+  auto [missing_code, missing_out] = kforge_cli(server, "", {"eval", "show", "99"});
+  EXPECT_EQ(missing_code, 1);
+  EXPECT_NE(missing_out.find("404 Not Found: no evaluation 99"), std::string::npos) << missing_out;
+  auto [missing_base_code, missing_base_out] = kforge_cli(server, "", {"eval", "compare", "99", "2"});
+  EXPECT_EQ(missing_base_code, 1);
+  EXPECT_NE(missing_base_out.find("no evaluation 99 (the baseline)"), std::string::npos) << missing_base_out;
+  auto [missing_other_code, missing_other_out] = kforge_cli(server, "", {"eval", "compare", "1", "98"});
+  EXPECT_EQ(missing_other_code, 1);
+  EXPECT_NE(missing_other_out.find("no evaluation 98"), std::string::npos) << missing_other_out;
+  auto [bad_id_code, bad_id_out] = kforge_cli(server, "", {"eval", "compare", "1", "two"});
+  EXPECT_EQ(bad_id_code, 2);
+  EXPECT_NE(bad_id_out.find("an evaluation id is a positive number"), std::string::npos) << bad_id_out;
+  EXPECT_NE(bad_id_out.find("got 'two'"), std::string::npos) << bad_id_out;
+}
+
+// The ops leaderboard ranks PyTorch eager above a kernel that is slower than it.
+TEST(Cli, LeaderboardNamesEagerWhenItWins) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  std::string op_file = write_op_file("silu_mul");
+  ASSERT_EQ(kforge_cli(server, server.submit, {"op", "submit", op_file}).first, 0);
+  ASSERT_EQ(kforge_cli(server, server.submit, {"generate", "--op-id", "1", "--samples", "1"}).first, 0);
+  auto conn = kforge::db::connect(server.database.url());
+  kforge::db::CandidateRecord c;
+  c.job_id = 1;
+  c.op_id = 1;
+  c.device = "slow-cpu";
+  c.source = "__kernel void silu_mul(__global const float* x) {}";
+  c.outcome = "correct";
+  c.kernel_ms = 5.0;
+  c.baseline_ms = 1.0;
+  c.speedup = 0.2;
+  kforge::db::candidate_insert(*conn, c);
+  json row = json::parse(server.get("/v1/leaderboard/ops").body)["data"][0];
+  EXPECT_EQ(row["winner"], "pytorch_eager");
+  EXPECT_TRUE(row["eager_wins"].get<bool>());
+  EXPECT_NE(row["verdict"].get<std::string>().find("PyTorch eager is faster than every verified kernel (the best runs at 0.20x"),
+            std::string::npos) << row.dump();
+  ASSERT_EQ(row["ranking"].size(), 2u) << "no torch.compile time on a CPU";
+  EXPECT_EQ(row["ranking"][0]["entry"], "pytorch_eager");
+  EXPECT_EQ(row["ranking"][0]["rank"], 1);
+  EXPECT_EQ(row["ranking"][1]["entry"], "kernel");
+  EXPECT_DOUBLE_EQ(row["ranking"][1]["speedup_vs_eager"].get<double>(), 0.2);
+  auto [board_code, board_out] = kforge_cli(server, "", {"leaderboard"});
+  ASSERT_EQ(board_code, 0) << board_out;
+  EXPECT_NE(board_out.find("0.20x    PyTorch eager (use eager)"), std::string::npos) << "the row says eager wins: " << board_out;
   std::remove(op_file.c_str());
 }
 

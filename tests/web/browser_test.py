@@ -158,13 +158,21 @@ def leaderboard_renders_api_rows(b):
     check(len(rows) >= 10, f"the seed should give at least 10 leaderboard rows, the API has {len(rows)}")
     b.open("/")
     page_ready(b, "section table tbody tr", message="no leaderboard rows rendered")
-    cells = b.js("return [...document.querySelectorAll('section table tbody tr')].map(tr => tr.cells[0].textContent + '|' + tr.cells[6].textContent)")
+    # Cells by header name, so a new column does not shift what is read.
+    column = """const table = arguments[0].closest('table');
+      const idx = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.startsWith(arguments[1]));
+      return idx < 0 ? null : arguments[0].cells[idx].textContent;"""
+    body_rows = b.css("section table tbody tr")
+    cells = [f"{b.js(column, tr, 'Op')}|{b.js(column, tr, 'Device')}" for tr in body_rows]
     want = {f"{r['op_name']}|{r['device']}" for r in rows}
     check(want == set(cells), f"page rows differ from the API: missing {sorted(want - set(cells))}, extra {sorted(set(cells) - want)}")
     headings = [h.text for h in b.css("main h2")]
     check(any("Level 1" in h for h in headings) and any("Level 2" in h for h in headings)
           and any("without a suite level" in h for h in headings), f"ops are not grouped by level: {headings}")
     check("not measured" in b.css("main")[0].text, "vs torch.compile should say 'not measured' when the API has no value")
+    winners = [b.js(column, tr, "Winner") for tr in body_rows]
+    want_winners = sorted("PyTorch eager (use it)" if r["eager_wins"] else "kernel" for r in rows)
+    check(sorted(winners) == want_winners, f"the winner column differs from the API: {sorted(winners)} vs {want_winners}")
     best = max(rows, key=lambda r: r["speedup"])
     check(f"{best['speedup']:.2f}×" in b.css("main")[0].text, f"the best speedup {best['speedup']} is not shown")
     # Sorting: the op column ascending, then the speedup column descending.
@@ -190,7 +198,10 @@ def model_tab_shows_evaluations(b):
     page_ready(b, "table tbody tr", message="no model rows")
     text = b.css("main")[0].text
     check("kforge-tiny@2" in text and "kforge-tiny@1" in text, "model versions missing from the Models tab")
-    check("27.6%" in text and "(14.0%–46.0%)" in text, "fast_0 with its interval is not shown")
+    check("27.6%" in text and "(14.0%–46.0%)" in text, "pass@1 with its interval is not shown")
+    check("pass@1" in text and "Rule violations" in text, "the pass@1 and rule-violation columns are missing")
+    check("38.4%" in text and "(25.0%–52.0%)" in text, "the rule-violation rate with its interval is not shown")
+    check("21.0%" in text, "an evaluation stored before pass_at_1 existed shows its fast_0 as pass@1")
     b.screenshot("models")
     b.collect_console("models")
 
@@ -214,6 +225,13 @@ def op_page_shows_reference_best_kernel_and_candidates(b):
            "the copy button did nothing")
     b.screenshot("op", tall=1400)
     b.collect_console("op")
+    # scaled_tanh's kernel on the slow box runs at 0.2x eager: its per-device row names eager.
+    b.open("/ops/7")
+    page_ready(b, "figure.code.best", message="no best kernel on op 7's page")
+    b.wait(lambda d: any("pthread-slow-box" in tr.text and "PyTorch eager (use it)" in tr.text
+                         for tr in d.find_elements(By.CSS_SELECTOR, "table tbody tr")), 20,
+           "the per-device table does not name PyTorch eager the winner on the slow box")
+    b.collect_console("op 7")
 
 
 def training_page_draws_charts(b):

@@ -83,6 +83,14 @@ FROM jobs j JOIN ops o ON o.id = (j.args->>'op_id')::bigint
 CROSS JOIN generate_series(0, 5) AS s(idx)
 WHERE j.kind = 'generate';
 
+-- One op where PyTorch eager wins: scaled_tanh's only kernel on a slow CPU runs at 0.2x
+-- eager, so the leaderboard ranks eager first and says so (issue 14).
+INSERT INTO candidates (job_id, op_id, sample_idx, target, device, source, outcome, message,
+                        kernel_ms, baseline_ms, speedup, flagged, details, created_at)
+VALUES (114, 7, 6, 'opencl', 'pthread-slow-box',
+        E'// kforge-launch: scaled_tanh_rows grid=cdiv(numel(x),64) block=64 args=x,out,numel(x)\n__kernel void scaled_tanh_rows(__global const float* x, __global float* out, int n) {\n  int i = get_global_id(0);\n  if (i < n) out[i] = tanh(x[i]) * 0.5f;\n}\n',
+        'correct', '', 5.0, 1.0, 0.2, false, '{"generator": "teacher"}', now() - interval '90 minutes');
+
 -- Training runs: SFT (901) then GRPO (902) from its model, both finished.
 INSERT INTO jobs (id, kind, state, args, progress, result, attempt, max_attempts, attempted_at, finished_at, created_at) VALUES
   (901, 'train_sft', 'completed',
@@ -130,8 +138,9 @@ INSERT INTO evaluations (job_id, model_id, suite, target, device, metrics) VALUE
   (951, 1, 'heldout', 'opencl', 'pthread-haswell-AMD EPYC 7B13',
    '{"compile_rate": 0.62, "fast_0": 0.21, "fast_1": 0.07, "fast_1_5": 0.03, "fast_2": 0.0, "geomean_speedup": 0.81}'),
   (952, 2, 'heldout', 'opencl', 'pthread-haswell-AMD EPYC 7B13',
-   '{"compile_rate": 0.79, "fast_0": 0.276, "fast_1": 0.086, "fast_1_5": 0.034, "fast_2": 0.017, "geomean_speedup": 0.93,
-     "intervals": {"fast_0": [0.14, 0.46], "fast_1": [0.02, 0.22]}}');
+   '{"compile_rate": 0.79, "fast_0": 0.276, "pass_at_1": 0.276, "fast_1": 0.086, "fast_1_5": 0.034, "fast_2": 0.017,
+     "geomean_speedup": 0.93, "rule_violation_rate": 0.384, "fast_1_vs_compile": null,
+     "intervals": {"fast_0": [0.14, 0.46], "pass_at_1": [0.14, 0.46], "fast_1": [0.02, 0.22], "rule_violation_rate": [0.25, 0.52]}}');
 
 SELECT setval('jobs_id_seq', 1000);
 ANALYZE;

@@ -39,6 +39,15 @@ export function ago(iso) {
 }
 export const time = (iso) => h('time', { datetime: iso || '', title: iso || '' }, ago(iso));
 
+// Who wins an op on a leaderboard row (GET /v1/leaderboard/ops `winner`): the kernel, or
+// PyTorch eager / torch.compile in bold when they beat every verified kernel (`verdict` as tooltip).
+const WINNER_TEXT = { kernel: 'kernel', pytorch_eager: 'PyTorch eager', torch_compile: 'torch.compile' };
+export function winner(row) {
+  if (!row.winner) return h('span', { class: 'muted' }, 'not timed');
+  if (row.winner === 'kernel') return 'kernel';
+  return h('strong', { class: 'eager-wins', title: row.verdict || '' }, `${WINNER_TEXT[row.winner] || row.winner} (use it)`);
+}
+
 export function badge(status) {
   return h('span', { class: `badge badge-${String(status).replace(/[^a-z_]/g, '')}` }, String(status).replace(/_/g, ' '));
 }

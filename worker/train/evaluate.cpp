@@ -44,15 +44,32 @@ EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& ta
     ops[task_idx].op = tasks[task_idx].id;
     for (; sample_idx < checks.size() && sample_tasks[sample_idx] == &tasks[task_idx]; ++sample_idx)
       ops[task_idx].samples.push_back({checks[sample_idx].outcome, checks[sample_idx].speedup,
-                                       checks[sample_idx].suspicious, checks[sample_idx].message, texts[sample_idx]});
+                                       checks[sample_idx].suspicious, checks[sample_idx].message, texts[sample_idx],
+                                       checks[sample_idx].speedup_vs_compile});
   }
   EvalSummary summary = summarize_eval(ops, config.k);
   if (raw) *raw = std::move(ops);
   return summary;
 }
 
+namespace {
+
+using Json = nlohmann::json;
+
+// {"0": x, "1": x, "1.5": x, "2": x}: fast_p keyed by p, as KernelBench names them.
+Json by_threshold(const std::vector<double>& values) {
+  if (values.empty()) return Json(nullptr);
+  Json out = Json::object();
+  for (size_t p_idx = 0; p_idx < values.size() && p_idx < fast_thresholds().size(); ++p_idx)
+    out[threshold_key(fast_thresholds()[p_idx])] = values[p_idx];
+  return out;
+}
+
+}  // namespace
+
 std::string eval_summary_to_json(const EvalSummary& s) {
-  nlohmann::json per_op = nlohmann::json::array();
+  Json per_op = Json::array();
+  bool compile_measured = !s.fast_p_compile.empty();
   for (const auto& op : s.per_op)
     per_op.push_back({{"op", op.op},
                       {"samples", op.samples},
@@ -60,19 +77,37 @@ std::string eval_summary_to_json(const EvalSummary& s) {
                       {"pass_at_1", op.pass_at_1},
                       {"pass_at_k", op.pass_at_k},
                       {"best_speedup", op.best_speedup},
-                      {"compile_rate", op.compile_rate}});
-  nlohmann::json j = {{"k", s.k},
-                      {"ops", s.ops},
-                      {"compile_rate", s.compile_rate},
-                      {"correct_rate", s.correct_rate},
-                      {"fast_0", s.correct_rate},
-                      {"pass_at_k", s.pass_at_k},
-                      {"fast_1", s.fast_1},
-                      {"fast_1_5", s.fast_1_5},
-                      {"fast_2", s.fast_2},
-                      {"geomean_speedup", s.geomean_speedup},
-                      {"ops_with_correct", s.ops_with_correct},
-                      {"per_op", per_op}};
+                      {"compile_rate", op.compile_rate},
+                      {"rule_violation_rate", op.rule_violation_rate},
+                      {"fast_p", by_threshold(op.fast_p)},
+                      {"fast_p_vs_compile", compile_measured ? by_threshold(op.fast_p_compile) : Json(nullptr)}});
+  // [low, high] per metric: the web UI and `kforge eval` print them beside the value.
+  Json intervals = Json::object();
+  for (const auto& [name, interval] : s.intervals) intervals[name] = {interval.low, interval.high};
+  if (s.intervals.count("pass_at_1")) intervals["fast_0"] = intervals["pass_at_1"];
+  Json j = {{"k", s.k},
+            {"ops", s.ops},
+            {"compile_rate", s.compile_rate},
+            {"correct_rate", s.correct_rate},
+            {"pass_at_1", s.correct_rate},
+            {"fast_0", s.correct_rate},
+            {"pass_at_k", s.pass_at_k},
+            {"fast_1", s.fast_1},
+            {"fast_1_5", s.fast_1_5},
+            {"fast_2", s.fast_2},
+            {"fast_p", by_threshold(s.fast_p)},
+            {"fast_p_vs_compile", by_threshold(s.fast_p_compile)},
+            {"fast_1_vs_compile", compile_measured ? Json(s.fast_p_compile[1]) : Json(nullptr)},
+            {"fast_1_5_vs_compile", compile_measured ? Json(s.fast_p_compile[2]) : Json(nullptr)},
+            {"fast_2_vs_compile", compile_measured ? Json(s.fast_p_compile[3]) : Json(nullptr)},
+            {"rule_violation_rate", s.rule_violation_rate},
+            {"geomean_speedup", s.geomean_speedup},
+            {"ops_with_correct", s.ops_with_correct},
+            {"intervals", intervals},
+            {"bootstrap",
+             {{"resamples", s.bootstrap.resamples}, {"seed", s.bootstrap.seed}, {"level", s.bootstrap.level},
+              {"over", "ops"}}},
+            {"per_op", per_op}};
   return j.dump();
 }
 

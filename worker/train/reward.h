@@ -37,6 +37,7 @@ struct CheckSummary {
   std::string message;  //!< the harness's one-line reason (what failed, or "correct")
   //! The op's reference output is near-constant: a constant kernel passes, so "correct" proves little.
   bool weak_test = false;
+  double speedup_vs_compile = 0.0;  //!< torch.compile time / kernel time (0: no compile baseline)
 };
 
 //! Per-outcome credit and speed bonus; defaults follow DESIGN.md.

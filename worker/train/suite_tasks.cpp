@@ -78,6 +78,7 @@ CheckSummary summarize_check(const harness::CheckResult& result) {
   CheckSummary summary;
   summary.outcome = result.outcome;
   summary.speedup = result.speedup;
+  summary.speedup_vs_compile = result.speedup_vs_compile;
   summary.suspicious = result.suspicious;
   summary.weak_test = result.weak_test;
   summary.message = result.message;

@@ -109,9 +109,11 @@ int max_metric_step(const std::string& database_url, int64_t job_id) {
   return rows.empty() ? 0 : rows.back().step;
 }
 
-std::pair<int, std::string> kforge_cli(const kforge::test::ApiServer& server, const std::vector<std::string>& args) {
+// The real `kforge` binary against the test server; `token` for commands that need a scope.
+std::pair<int, std::string> kforge_cli(const kforge::test::ApiServer& server, const std::vector<std::string>& args,
+                                       const std::string& token = "") {
   std::vector<std::string> argv = {"env", "KFORGE_URL=http://127.0.0.1:" + std::to_string(server.port),
-                                   kforge::test::bin_path("kforge")};
+                                   "KFORGE_TOKEN=" + token, kforge::test::bin_path("kforge")};
   argv.insert(argv.end(), args.begin(), args.end());
   return kforge::run_command(argv);
 }
@@ -259,8 +261,6 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
   EXPECT_EQ(body_of(eval_created)["settings"]["k"], 2) << "settings echoed with defaults";
   int64_t eval_id = body_of(eval_created)["id"];
   json evaluation = wait_finished(server, "/v1/evaluations/" + std::to_string(eval_id), 300s);
-  worker.signal(SIGTERM);
-  worker.wait_for(30s);
   ASSERT_EQ(evaluation.value("status", ""), "succeeded") << evaluation.dump(2);
   const json& em = evaluation["metrics"];
   for (const char* key : {"compile_rate", "fast_0", "fast_1", "fast_1_5", "fast_2", "geomean_speedup"}) {
@@ -291,6 +291,58 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
   EXPECT_EQ(cli_code, 0) << cli_out;
   EXPECT_NE(cli_out.find("kforge-micro@3"), std::string::npos) << cli_out;
   EXPECT_NE(cli_out.find("heldout"), std::string::npos) << cli_out;
+
+  // Metrics that can tell: pass@1 with its 95% bootstrap interval over ops, fast_p as
+  // KernelBench defines it (fast_0 is correctness, untimed here so fast_1 is 0), the
+  // rule-violation rate from the same outcomes, no torch.compile numbers on PoCL.
+  EXPECT_DOUBLE_EQ(em["pass_at_1"].get<double>(), em["fast_0"].get<double>());
+  ASSERT_TRUE(em["intervals"]["pass_at_1"].is_array()) << em.dump();
+  EXPECT_LE(em["intervals"]["pass_at_1"][0].get<double>(), em["pass_at_1"].get<double>());
+  EXPECT_GE(em["intervals"]["pass_at_1"][1].get<double>(), em["pass_at_1"].get<double>());
+  EXPECT_DOUBLE_EQ(em["fast_p"]["0"].get<double>(), em["fast_0"].get<double>());
+  EXPECT_DOUBLE_EQ(em["fast_p"]["1"].get<double>(), 0.0) << "untimed: nothing is faster";
+  EXPECT_TRUE(em["fast_p_vs_compile"].is_null()) << "PoCL has no torch.compile baseline";
+  EXPECT_DOUBLE_EQ(em["rule_violation_rate"].get<double>(), em["outcomes"].value("rule_violation", 0) / 4.0);
+  EXPECT_EQ(em["bootstrap"]["resamples"], 10000);
+  EXPECT_TRUE(evaluation["tasks"][0]["fast_p"].is_object());
+
+  // The SFT version (@2) through the CLI, then the two compared op by op.
+  auto [start_code, start_out] =
+      kforge_cli(server, {"eval", "start", "kforge-micro@2", "heldout", "samples=2", "limit_ops=2", "max_new_tokens=24",
+                          "time_kernels=0", "check_trials=1", "max_check_elements=4096", "--wait", "--poll-s", "0.5",
+                          "--timeout-s", "300"},
+                 server.submit);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_EQ(start_code, 0) << start_out;
+  EXPECT_NE(start_out.find("kforge-micro@2"), std::string::npos) << start_out;
+  EXPECT_NE(start_out.find("pass@1"), std::string::npos) << start_out;
+  auto evaluations = collect(server, "/v1/evaluations");
+  ASSERT_EQ(evaluations.size(), 2u);
+  int64_t sft_eval_id = evaluations[0]["id"];  // newest first
+  ASSERT_NE(sft_eval_id, eval_id);
+  json sft_tasks = evaluations[0]["tasks"];
+  auto compared = server.get("/v1/evaluations/" + std::to_string(eval_id) + "/compare?baseline=" + std::to_string(sft_eval_id));
+  ASSERT_EQ(compared.status, 200) << compared.body;
+  json cmp = json::parse(compared.body);
+  EXPECT_EQ(cmp["ops_compared"], 2);
+  const json& pass1 = cmp["metrics"]["pass_at_1"];
+  double mean_delta = 0;
+  for (size_t op_idx = 0; op_idx < 2; ++op_idx) {
+    ASSERT_EQ(cmp["per_op"][op_idx]["op"], sft_tasks[op_idx]["op"]);
+    double delta = evaluation["tasks"][op_idx]["pass_at_1"].get<double>() - sft_tasks[op_idx]["pass_at_1"].get<double>();
+    EXPECT_DOUBLE_EQ(cmp["per_op"][op_idx]["pass_at_1"]["delta"].get<double>(), delta);
+    mean_delta += delta / 2;
+  }
+  EXPECT_DOUBLE_EQ(pass1["difference"]["value"].get<double>(), mean_delta);
+  EXPECT_LE(pass1["difference"]["ci"][0].get<double>(), mean_delta);
+  EXPECT_GE(pass1["difference"]["ci"][1].get<double>(), mean_delta);
+  EXPECT_EQ(pass1["intervals_overlap"].get<bool>(),
+            pass1["baseline"]["ci"][0] <= pass1["evaluation"]["ci"][1] && pass1["evaluation"]["ci"][0] <= pass1["baseline"]["ci"][1]);
+  auto [cmp_code, cmp_out] = kforge_cli(server, {"eval", "compare", std::to_string(sft_eval_id), std::to_string(eval_id)});
+  EXPECT_EQ(cmp_code, 0) << cmp_out;
+  EXPECT_NE(cmp_out.find("2 ops in common"), std::string::npos) << cmp_out;
+  EXPECT_NE(cmp_out.find("pass_at_1"), std::string::npos) << cmp_out;
 }
 
 // SFT that can learn: one train-split op's teacher kernel, memorised by kforge-micro.

@@ -1,10 +1,11 @@
 // Leaderboard (home): the best kernel per op, target and device grouped by suite
-// level, with speedup vs eager and vs torch.compile (where measured), generator,
-// filters (target, device, level; kept in the URL) and sortable columns; the
-// Models tab ranks model versions by their latest evaluation.
+// level, with speedup vs eager and vs torch.compile (where measured), the winner
+// (PyTorch eager when it beats every kernel), generator, filters (target, device,
+// level; kept in the URL) and sortable columns; the Models tab ranks model versions
+// by their latest evaluation (pass@1 with its 95% interval, fast_p, rule violations).
 // Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
-import { h, notice, error_text, page_header, sortable_table, speedup, ms, percent, time, link } from '../dom.js';
+import { h, notice, error_text, page_header, sortable_table, speedup, ms, percent, time, link, winner } from '../dom.js';
 
 const LEVEL_NAMES = { 1: 'Level 1 · single ops', 2: 'Level 2 · fusions' };
 const POLL_MS = 30000;
@@ -111,6 +112,7 @@ function make_table(title) {
     { key: 'op_name', label: 'Op', cell: (r) => link(`#/ops/${r.op_id}`, r.op_name) },
     { key: 'speedup', label: 'vs eager', numeric: true, cell: (r) => h('strong', {}, speedup(r.speedup)) },
     { key: 'speedup_vs_compile', label: 'vs torch.compile', numeric: true, cell: compile_cell },
+    { key: 'winner', label: 'Winner', cell: winner },
     { key: 'kernel_ms', label: 'Kernel', numeric: true, cell: (r) => ms(r.kernel_ms) },
     { key: 'baseline_ms', label: 'Eager', numeric: true, cell: (r) => ms(r.baseline_ms) },
     { key: 'target', label: 'Target' },
@@ -120,10 +122,14 @@ function make_table(title) {
   ], { sort_key: 'speedup', descending: true });
 }
 
-// "45.0%" or "45.0% (38.1–52.0)" when the evaluation reports an interval.
+// "45.0%" or "45.0% (38.1–52.0)" when the evaluation reports an interval. `key` may
+// list names to try in order (pass_at_1, then fast_0 of evaluations stored before it).
 function metric_cell(metrics, key, format = percent) {
-  const value = metrics ? metrics[key] : undefined;
-  const interval = metrics && ((metrics.intervals && metrics.intervals[key]) || metrics[`${key}_ci`]);
+  const found = [].concat(key).find((k) => metrics && metrics[k] !== undefined && metrics[k] !== null);
+  if (found === undefined) return h('span', { class: 'muted' }, '–');
+  key = found;
+  const value = metrics[key];
+  const interval = (metrics.intervals && metrics.intervals[key]) || metrics[`${key}_ci`];
   const text = format(value);
   if (Array.isArray(interval) && interval.length === 2) {
     return h('span', { class: 'nowrap' }, text, ' ', h('span', { class: 'muted' }, `(${format(interval[0])}–${format(interval[1])})`));
@@ -136,8 +142,9 @@ function models(main, query) {
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter evaluations', onsubmit: (e) => e.preventDefault() },
     filter_select('f-suite', 'Suite', 'suite', [['', 'any suite'], ['heldout', 'held-out'], ['train', 'train'], ['all', 'all']], query, '#/models'));
   page_header(main, 'Model leaderboard', tabs('models'),
-    h('p', { class: 'muted' }, 'Each model version on its latest evaluation: the share of ALL tasks that are correct (fast_0) '
-      + 'and faster than eager by more than p (fast_p), and the geometric-mean speedup over correct tasks.'),
+    h('p', { class: 'muted' }, 'Each model version on its latest evaluation: pass@1 (the share of samples that are correct, '
+      + 'averaged over ALL tasks = fast_0), fast_p (correct and faster than eager, or torch.compile, by more than p, as KernelBench '
+      + 'defines it), the rule-violation rate, and the geometric-mean speedup over correct tasks. Brackets: 95% bootstrap interval over tasks.'),
     filters, body);
   const table = sortable_table('Latest evaluation per model version, suite and target', [
     { key: 'model', label: 'Model' },
@@ -145,9 +152,12 @@ function models(main, query) {
     { key: 'target', label: 'Target' },
     { key: 'device', label: 'Device' },
     { key: 'compile_rate', label: 'Compiles', numeric: true, value: (r) => r.metrics?.compile_rate, cell: (r) => metric_cell(r.metrics, 'compile_rate') },
-    { key: 'fast_0', label: 'Correct', numeric: true, value: (r) => r.metrics?.fast_0, cell: (r) => metric_cell(r.metrics, 'fast_0') },
+    { key: 'pass_at_1', label: 'pass@1', numeric: true, value: (r) => r.metrics?.pass_at_1 ?? r.metrics?.fast_0, cell: (r) => metric_cell(r.metrics, ['pass_at_1', 'fast_0']) },
     { key: 'fast_1', label: 'fast_1', numeric: true, value: (r) => r.metrics?.fast_1, cell: (r) => metric_cell(r.metrics, 'fast_1') },
+    { key: 'fast_1_5', label: 'fast_1.5', numeric: true, value: (r) => r.metrics?.fast_1_5, cell: (r) => metric_cell(r.metrics, 'fast_1_5') },
     { key: 'fast_2', label: 'fast_2', numeric: true, value: (r) => r.metrics?.fast_2, cell: (r) => metric_cell(r.metrics, 'fast_2') },
+    { key: 'fast_1_vs_compile', label: 'fast_1 vs compile', numeric: true, value: (r) => r.metrics?.fast_1_vs_compile, cell: (r) => metric_cell(r.metrics, 'fast_1_vs_compile') },
+    { key: 'rule_violation_rate', label: 'Rule violations', numeric: true, value: (r) => r.metrics?.rule_violation_rate, cell: (r) => metric_cell(r.metrics, 'rule_violation_rate') },
     { key: 'geomean_speedup', label: 'Geomean', numeric: true, value: (r) => r.metrics?.geomean_speedup, cell: (r) => metric_cell(r.metrics, 'geomean_speedup', speedup) },
     { key: 'created_at', label: 'Evaluated', cell: (r) => time(r.created_at) },
   ], { sort_key: 'fast_1', descending: true });

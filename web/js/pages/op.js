@@ -1,9 +1,9 @@
 // Op page: the reference TorchScript, input and output shapes, the best kernel
-// (highlighted, with a copy button) per target and device, a chart of every
-// correct candidate's speedup, and every candidate with its outcome and the
-// harness's message. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
+// (highlighted, with a copy button) per target and device with who wins there (PyTorch
+// eager when it beats every kernel), a chart of every correct candidate's speedup, and
+// every candidate with its outcome and the harness's message. Tested in a browser by tests/web/browser_test.py (ctest -R web_browser).
 import * as api from '../api.js';
-import { h, notice, error_text, page_header, sortable_table, speedup, ms, shape, badge, time, link } from '../dom.js';
+import { h, notice, error_text, page_header, sortable_table, speedup, ms, shape, badge, time, link, winner } from '../dom.js';
 import { code_block, language_for } from '../code.js';
 import { speedup_chart } from '../charts.js';
 
@@ -65,6 +65,7 @@ export function render(main, params) {
       { key: 'target', label: 'Target' },
       { key: 'device', label: 'Device' },
       { key: 'speedup', label: 'vs eager', numeric: true, cell: (r) => speedup(r.speedup) },
+      { key: 'winner', label: 'Winner', cell: winner },
       { key: 'kernel_ms', label: 'Kernel', numeric: true, cell: (r) => ms(r.kernel_ms) },
       { key: 'generator', label: 'Generator', cell: (r) => r.generator || 'unknown' },
       { key: 'candidate_id', label: 'Candidate', numeric: true },
