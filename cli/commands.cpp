@@ -30,7 +30,7 @@ const char* kUsage =
     "  generate --op OP.json|--op-id N   queue a generation [--samples N --target T --model M]\n"
     "           [--wait]                 show progress, then the best kernel and its speedup\n"
     "  jobs list [--kind K --status S]   recent jobs\n"
-    "  train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
+    "  train sft|grpo|rft --suite S|--dataset D [--base-model M] [key=value ...]   queue training\n"
     "  eval start MODEL SUITE [key=value ...] [--wait]   queue an evaluation of a model version\n"
     "  eval [show] ID                    pass@1, pass@k, fast_p (vs eager, torch.compile) with 95% intervals, per op\n"
     "  eval compare BASELINE_ID ID       per-op deltas and the paired 95% interval of the difference\n"
@@ -199,8 +199,8 @@ int jobs_list(const Flags& flags, Client& client, std::ostream& out, std::ostrea
 
 int train(const Flags& flags, Client& client, std::ostream& out, std::ostream& err) {
   const auto& args = flags.positional();
-  if (args.size() < 2 || (args[1] != "sft" && args[1] != "grpo")) {
-    err << "kforge: usage: kforge train sft|grpo --suite S|--dataset D [--base-model M] [key=value ...]\n";
+  if (args.size() < 2 || (args[1] != "sft" && args[1] != "grpo" && args[1] != "rft")) {
+    err << "kforge: usage: kforge train sft|grpo|rft --suite S|--dataset D [--base-model M] [key=value ...]\n";
     return 2;
   }
   json body = {{"method", args[1]}, {"hyperparameters", json::object()}};
@@ -375,7 +375,7 @@ std::vector<FlagSpec> cli_flags() {
       {"wait", "", "false", "generate, eval start: wait and show progress, then the result", true},
       {"timeout-s", "", "3600", "generate --wait, eval start --wait, demo: give up after this long"},
       {"poll-s", "", "1", "generate --wait, eval start --wait, demo: polling interval"},
-      {"kind", "", "", "jobs list: generate, train_sft, train_grpo, evaluate"},
+      {"kind", "", "", "jobs list: generate, train_sft, train_grpo, train_rft, evaluate"},
       {"status", "", "", "jobs list: queued, running, succeeded, failed, cancelled, retrying"},
       {"limit", "", "20", "jobs list / leaderboard: rows (1-100)"},
       {"suite", "", "", "train: op suite"},

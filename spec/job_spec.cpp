@@ -19,8 +19,9 @@ const std::vector<std::string> kTargets = {"opencl", "cuda", "triton"};
 template <typename T>
 std::vector<Field<T>> training_top(int64_t priority) {
   return {
-      choice_field<T>("method", nullptr, {"sft", "grpo"}, "sft or grpo", &T::method).with_need(Need::in_request),
-      model_field<T>("base_model", nullptr, "model name or name@version to start from (required for grpo)",
+      choice_field<T>("method", nullptr, {"sft", "grpo", "rft"}, "sft, grpo or rft (expert iteration)", &T::method)
+          .with_need(Need::in_request),
+      model_field<T>("base_model", nullptr, "model name or name@version to start from (required for grpo and rft)",
                      &T::base_model),
       integer_field<T>("base_model_id", nullptr, 1, kMaxId, "the version the server resolved `base_model` to",
                        &T::base_model_id)
@@ -92,6 +93,23 @@ std::vector<Field<T>> check_table(const std::string& group, const CheckDefaults&
 // "Exactly one of dataset or suite": "" counts as absent, as the worker treats it.
 void check_dataset_or_suite(ReadResult<SftArgs>& read) {
   if (read.args.dataset.empty() == read.args.suite.empty()) read.fail("suite", "give exactly one of dataset or suite");
+}
+
+// GRPO and expert iteration sample from a trained model on ops they can check: a suite,
+// no dataset, and a base model.
+template <typename Args>
+void check_sampling_job(ReadResult<Args>& read, Source source, const std::string& method) {
+  const Args& args = read.args;
+  if (!args.dataset.empty()) {
+    read.fail("dataset", method + " needs ops it can check, not prompt/completion pairs: give suite instead");
+  }
+  if (args.suite.empty()) read.fail("suite", "is required for " + method + " (for example \"builtin\")");
+  if (source == Source::request && args.base_model.empty()) {
+    read.fail("base_model", method + " starts from a trained model: give base_model (for example kforge-tiny)");
+  }
+  if (source == Source::job && args.base_model_id == 0) {
+    read.fail("base_model", method + " starts from a trained model version; none was given");
+  }
 }
 
 }  // namespace
@@ -195,11 +213,72 @@ const std::vector<Field<GrpoArgs>>& grpo_table() {
         number_field<T>("hyperparameters.speed_cap", 3.0, 1, 1000, "cap in the reward bonus w * min(speedup, cap)",
                         &T::speed_cap)
             .with_flag("speed-cap"),
+        choice_field<T>("hyperparameters.speed_bonus", "absolute", {"absolute", "among_correct"},
+                        "absolute: w * min(speedup, cap) for every correct sample; among_correct: w * its rank "
+                        "(min-max) among its group's correct samples",
+                        &T::speed_bonus)
+            .with_flag("speed-bonus"),
+        choice_field<T>("hyperparameters.advantage", "group_mean", {"group_mean", "leave_one_out"},
+                        "advantage baseline: the group's mean (GRPO) or the mean of the other samples (RLOO)",
+                        &T::advantage)
+            .with_flag("advantage"),
+        integer_field<T>("hyperparameters.recheck_per_step", 2, 0, 64,
+                         "correct kernels re-checked with fresh secret seeds each step (reward-hacking watch)",
+                         &T::recheck_per_step)
+            .with_flag("recheck"),
+        integer_field<T>("hyperparameters.curriculum_every", 0, 0, kMaxSteps,
+                         "measure pass@1 per task every N steps and train on tasks with 0 < pass@1 < 1 (0 = off)",
+                         &T::curriculum_every)
+            .with_flag("curriculum-every"),
+        integer_field<T>("hyperparameters.curriculum_samples", 8, 1, 256, "samples per task when measuring pass@1",
+                         &T::curriculum_samples)
+            .with_flag("curriculum-samples"),
     };
     table.insert(table.end(), hyper.begin(), hyper.end());
     auto loop = training_loop<T>(0, "sampling seeds and task order");
     table.insert(table.end(), loop.begin(), loop.end());
     auto check = check_table<T>("hyperparameters", {65536, 2, 2, 1, "1: time correct kernels (the speed reward)"});
+    table.insert(table.end(), check.begin(), check.end());
+    return table;
+  }();
+  return table;
+}
+
+const std::vector<Field<RftArgs>>& rft_table() {
+  using T = RftArgs;
+  static const std::vector<Field<T>> table = [] {
+    auto table = training_top<T>(5);
+    std::vector<Field<T>> hyper = {
+        integer_field<T>("hyperparameters.rounds", 4, 1, 1000, "sample -> verify -> fine-tune rounds", &T::rounds)
+            .with_flag("rounds"),
+        integer_field<T>("hyperparameters.samples_per_task", 8, 1, 256, "samples per op and round",
+                         &T::samples_per_task)
+            .with_flag("samples"),
+        integer_field<T>("hyperparameters.max_kept_per_task", 4, 1, 256,
+                         "distinct verified kernels kept per op and round", &T::max_kept_per_task)
+            .with_flag("keep-per-task"),
+        integer_field<T>("hyperparameters.steps_per_round", 50, 1, kMaxSteps,
+                         "fine-tune steps per round, on every verified kernel kept so far", &T::steps_per_round)
+            .with_flag("steps"),
+        integer_field<T>("hyperparameters.batch_size", 16, 1, 4096, "sequences per fine-tune step", &T::batch_size)
+            .with_flag("batch"),
+        integer_field<T>("hyperparameters.max_seq_len", 2048, 16, 131072,
+                         "longest prompt + kernel (longer are skipped)", &T::max_seq_len)
+            .with_flag("max-tokens"),
+        number_field<T>("hyperparameters.learning_rate", 1e-4, 1e-9, 1, "peak learning rate of each round's fine-tune",
+                        &T::learning_rate)
+            .with_flag("lr"),
+        number_field<T>("hyperparameters.temperature", 1.0, 0.01, 5, "sampling temperature", &T::temperature)
+            .with_flag("temperature"),
+        number_field<T>("hyperparameters.top_p", 1.0, 0.01, 1, "sampling top-p", &T::top_p).with_flag("top-p"),
+        integer_field<T>("hyperparameters.max_new_tokens", 1024, 1, 65536, "completion limit", &T::max_new_tokens)
+            .with_flag("max-new-tokens"),
+    };
+    table.insert(table.end(), hyper.begin(), hyper.end());
+    auto loop = training_loop<T>(5, "sampling seeds and fine-tune data order");
+    table.insert(table.end(), loop.begin(), loop.end());
+    // Only correctness decides what is kept: untimed by default.
+    auto check = check_table<T>("hyperparameters", {65536, 2, 2, 0, "1: time verified samples (not needed to keep them)"});
     table.insert(table.end(), check.begin(), check.end());
     return table;
   }();
@@ -241,6 +320,7 @@ const char* kind_name(JobKind kind) {
     case JobKind::generate: return "generate";
     case JobKind::train_sft: return "train_sft";
     case JobKind::train_grpo: return "train_grpo";
+    case JobKind::train_rft: return "train_rft";
     case JobKind::evaluate: return "evaluate";
   }
   return "";
@@ -248,7 +328,7 @@ const char* kind_name(JobKind kind) {
 
 const std::vector<JobKind>& all_kinds() {
   static const std::vector<JobKind> kinds = {JobKind::generate, JobKind::train_sft, JobKind::train_grpo,
-                                             JobKind::evaluate};
+                                             JobKind::train_rft, JobKind::evaluate};
   return kinds;
 }
 
@@ -283,22 +363,17 @@ ReadResult<GrpoArgs> read_grpo(const json& doc, Source source) {
   auto read = read_table(doc, grpo_table(), source);
   if (!read.ok()) return read;
   const GrpoArgs& args = read.args;
-  if (source != Source::flags) {
-    if (!args.dataset.empty()) {
-      read.fail("dataset", "GRPO needs ops it can check, not prompt/completion pairs: give suite instead");
-    }
-    if (args.suite.empty()) read.fail("suite", "is required for GRPO (for example \"builtin\")");
-    if (source == Source::request && args.base_model.empty()) {
-      read.fail("base_model", "GRPO starts from a trained model: give base_model (for example kforge-tiny)");
-    }
-    if (source == Source::job && args.base_model_id == 0) {
-      read.fail("base_model", "GRPO starts from a trained model version; none was given");
-    }
-  }
+  if (source != Source::flags) check_sampling_job(read, source, "GRPO");
   if (args.eps_high < args.eps_low) read.fail("hyperparameters.eps_high", "must be at least eps_low");
   if (args.overlong_buffer > args.max_new_tokens) {
     read.fail("hyperparameters.overlong_buffer", "must be at most max_new_tokens");
   }
+  return read;
+}
+
+ReadResult<RftArgs> read_rft(const json& doc, Source source) {
+  auto read = read_table(doc, rft_table(), source);
+  if (read.ok() && source != Source::flags) check_sampling_job(read, source, "Expert iteration");
   return read;
 }
 
@@ -323,6 +398,7 @@ std::vector<FieldInfo> job_fields(JobKind kind) {
     case JobKind::generate: return field_infos(generate_table());
     case JobKind::train_sft: return field_infos(sft_table());
     case JobKind::train_grpo: return field_infos(grpo_table());
+    case JobKind::train_rft: return field_infos(rft_table());
     case JobKind::evaluate: return field_infos(evaluate_table());
   }
   return {};

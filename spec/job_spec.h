@@ -1,4 +1,4 @@
-// The contract of each job kind (generate, train_sft, train_grpo, evaluate): one field table
+// The contract of each job kind (generate, train_sft, train_grpo, train_rft, evaluate): one field table
 // and one reader, used by the API routes, the worker's runners, kforge-train and the CLI
 // (docs/spec.md). Tests: ctest -R 'spec_(job_spec|agreement)_test'.
 #pragma once
@@ -13,9 +13,9 @@
 namespace kforge::spec {
 
 //! The job kinds with a contract.
-enum class JobKind { generate, train_sft, train_grpo, evaluate };
+enum class JobKind { generate, train_sft, train_grpo, train_rft, evaluate };
 
-//! "generate", "train_sft", "train_grpo", "evaluate".
+//! "generate", "train_sft", "train_grpo", "train_rft", "evaluate".
 const char* kind_name(JobKind kind);
 
 //! Every kind, in the order above.
@@ -48,9 +48,9 @@ struct GenerateArgs {
   int priority = 0;               //!< request only: queue priority
 };
 
-//! Fields every training job has (train_sft and train_grpo).
+//! Fields every training job has (train_sft, train_grpo and train_rft).
 struct TrainingArgs {
-  std::string method;               //!< "sft" or "grpo"
+  std::string method;               //!< "sft", "grpo" or "rft"
   std::string dataset;              //!< JSONL path on the worker ("" when suite is set)
   std::string suite;                //!< suite name ("" when dataset is set)
   std::string base_model;           //!< name or name@version as given (request) or resolved (job)
@@ -90,6 +90,26 @@ struct GrpoArgs : TrainingArgs {
   int max_new_tokens = 0;          //!< completion limit
   int overlong_buffer = 0;         //!< soft overlong penalty window in tokens (0 = off)
   double speed_weight = 0, speed_cap = 0;  //!< reward speed bonus w * min(speedup, cap)
+  std::string speed_bonus;         //!< "absolute" or "among_correct" (ranked among a group's correct samples)
+  std::string advantage;           //!< baseline: "group_mean" or "leave_one_out"
+  int recheck_per_step = 0;        //!< correct kernels re-checked with fresh secret seeds per step
+  int curriculum_every = 0;        //!< re-measure pass@1 per task every N steps, train on 0 < pass@1 < 1 (0 = off)
+  int curriculum_samples = 0;      //!< samples per task when measuring
+  CheckSettings check;             //!< how samples are checked
+};
+
+//! A train_rft job (expert iteration): POST /v1/training-jobs with method rft,
+//! jobs::run_train_rft, kforge-train rft.
+struct RftArgs : TrainingArgs {
+  int rounds = 0;                  //!< sample -> verify -> fine-tune rounds
+  int samples_per_task = 0;        //!< samples per op and round
+  int max_kept_per_task = 0;       //!< distinct verified kernels kept per op and round
+  int steps_per_round = 0;         //!< fine-tune optimizer steps per round
+  int batch_size = 0;              //!< sequences per fine-tune step
+  int max_seq_len = 0;             //!< longer prompt + kernel pairs are skipped
+  double learning_rate = 0;        //!< peak learning rate of each round's fine-tune
+  double temperature = 0, top_p = 0;  //!< sampling
+  int max_new_tokens = 0;          //!< completion limit
   CheckSettings check;             //!< how samples are checked
 };
 
@@ -123,6 +143,8 @@ ReadResult<SftArgs> read_sft(const json& doc, Source source);
 //! Reads a train_grpo request or job: plus a suite, a base model, eps_high >= eps_low,
 //! overlong_buffer <= max_new_tokens.
 ReadResult<GrpoArgs> read_grpo(const json& doc, Source source);
+//! Reads a train_rft request or job: plus a suite and a base model, as GRPO.
+ReadResult<RftArgs> read_rft(const json& doc, Source source);
 //! Reads an evaluate request or job: plus k defaulting to samples and k <= samples.
 ReadResult<EvaluateArgs> read_evaluate(const json& doc, Source source);
 
@@ -133,6 +155,8 @@ const std::vector<Field<GenerateArgs>>& generate_table();
 const std::vector<Field<SftArgs>>& sft_table();
 //! See generate_table.
 const std::vector<Field<GrpoArgs>>& grpo_table();
+//! See generate_table.
+const std::vector<Field<RftArgs>>& rft_table();
 //! See generate_table.
 const std::vector<Field<EvaluateArgs>>& evaluate_table();
 

@@ -7,6 +7,8 @@
 # Held-out ops never leak: an op whose source matches a held-out op's (names and
 # whitespace ignored) is dropped, and pointwise chains have at least two ops, so a
 # held-out single op such as torch.cos(x) is only ever seen inside other chains.
+# Input names vary (`--input-names fixed` keeps x/y/z, a/b, x/w/b): a model trained on
+# ops whose inputs are always x, y, z invents `y` for an op whose inputs are x, s.
 import argparse
 import json
 import os
@@ -223,6 +225,33 @@ def make_movement(rng):
             "extra_shapes": extras, "tolerance": {"atol": 1e-5, "rtol": 1e-5}}
 
 
+# Names an op's inputs may get. Never a torch function, a method the sources call (`t`),
+# a Python or OpenCL keyword, a size-expression word (numel, cdiv, min, max), an output
+# name (out, out0), a teacher scratch buffer (tmpN) or a local the teacher declares in
+# its kernels (acc, q0, rows, mask...: worker/codegen/emit*.cpp). The renaming is a whole-word
+# substitution, and canonical() abstracts names anyway, so the leak check is unchanged.
+INPUT_NAMES = ["x", "y", "z", "a", "b", "s", "u", "v", "w", "g", "h", "p", "q", "k", "d", "e",
+               "lhs", "rhs", "inp", "src", "feat", "gate", "bias", "scale", "res", "weight", "alpha",
+               "beta", "gamma", "logits", "hidden", "act", "other", "x1", "x2", "w1", "w2", "y0", "key"]
+
+
+def rename_inputs(op, rng):
+    """Gives the op's inputs fresh distinct names (x keeps a third of single-input ops, so
+    the common case stays common) in the source, the inputs list and the extra shapes."""
+    old = [spec["name"] for spec in op["inputs"]]
+    if len(old) == 1 and rng.random() < 0.35:
+        return op
+    new = rng.sample(INPUT_NAMES, len(old))
+    mapping = dict(zip(old, new))
+    pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in old) + r")\b(?!\s*\()")
+    header, _, body = op["source"].partition("\n")
+    rename = lambda text: pattern.sub(lambda match: mapping[match.group(1)], text)
+    op["source"] = rename(header) + "\n" + rename(body)
+    op["inputs"] = [{**spec, "name": mapping[spec["name"]]} for spec in op["inputs"]]
+    op["extra_shapes"] = [{mapping[name]: shape for name, shape in extra.items()} for extra in op["extra_shapes"]]
+    return op
+
+
 MAKERS = [(make_pointwise, 0.45), (make_reduction, 0.2), (make_row, 0.12), (make_matmul, 0.13), (make_movement, 0.1)]
 
 
@@ -284,6 +313,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", action="append", default=[],
                         help="another synthetic suite directory whose sources must not be repeated (repeatable)")
+    parser.add_argument("--input-names", choices=["varied", "fixed"], default="varied",
+                        help="varied (default): inputs named from INPUT_NAMES; fixed: x/y/z, a/b, x/w/b as before")
     parser.add_argument("--prefix", default="", help="op name prefix (default none: descriptive names)")
     parser.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "suite"),
                         help="the real suite, whose held-out sources must not be generated")
@@ -308,6 +339,8 @@ def main():
         op = rng.choices(makers, weights)[0](rng)
         if op is None:
             continue
+        if args.input_names == "varied":
+            op = rename_inputs(op, rng)
         key = canonical(op["source"])
         if key in forbidden:
             leaked += 1

@@ -1,5 +1,5 @@
 // GET /v1/jobs: all API job kinds newest first (generate, train_sft, train_grpo,
-// evaluate), each rendered with the shared fields plus kind and args. Public.
+// train_rft, evaluate), each rendered with the shared fields plus kind and args. Public.
 // Test: ctest -R api_resources_test.
 #include "api/routes/routes.h"
 
@@ -11,11 +11,11 @@ namespace kforge::api {
 void add_job_routes(Router& router, ApiContext& ctx) {
   router.add("GET", "/v1/jobs", [&ctx](HttpRequest& req) {
     return with_db(ctx, req, Scope::none, [&](pqxx::connection& conn, const Principal&) {
-      std::vector<std::string> kinds = {"generate", "train_sft", "train_grpo", "evaluate"};
+      std::vector<std::string> kinds = {"generate", "train_sft", "train_grpo", "train_rft", "evaluate"};
       if (req.query.count("kind")) {
         const std::string& kind = req.query.at("kind");
         if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-          return problem(ErrorKind::bad_request, "kind must be generate, train_sft, train_grpo or evaluate",
+          return problem(ErrorKind::bad_request, "kind must be generate, train_sft, train_grpo, train_rft or evaluate",
                          {{"kind", "unknown kind '" + kind + "'"}});
         }
         kinds = {kind};

@@ -1,7 +1,7 @@
-// Training jobs: POST /v1/training-jobs (method sft | grpo, base model, dataset or
+// Training jobs: POST /v1/training-jobs (method sft | grpo | rft, base model, dataset or
 // suite, hyperparameters with every default echoed back; fields, defaults and ranges
 // from spec/job_spec.h), GET list / one, /cancel, /metrics (per-step series), /events.
-// Job kinds train_sft, train_grpo. Tested over HTTP in tests/server/api_resources_test.cpp.
+// Job kinds train_sft, train_grpo, train_rft. Tested over HTTP in tests/server/api_resources_test.cpp.
 #include "api/routes/routes.h"
 
 #include "api/handler_util.h"
@@ -12,7 +12,7 @@
 namespace kforge::api {
 namespace {
 
-const std::vector<std::string> kTrainKinds = {"train_sft", "train_grpo"};
+const std::vector<std::string> kTrainKinds = {"train_sft", "train_grpo", "train_rft"};
 
 json render_training(pqxx::connection&, const db::Job& job) {
   json out = job_common_json(job, "training_job");
@@ -48,7 +48,7 @@ HttpResponse enqueue_training(pqxx::connection& conn, const HttpRequest& req, co
   if (request.dataset.empty()) args["dataset"] = nullptr;
   if (request.suite.empty()) args["suite"] = nullptr;
   db::JobInsert insert;
-  insert.kind = request.method == "grpo" ? "train_grpo" : "train_sft";
+  insert.kind = "train_" + (request.method.empty() ? std::string("sft") : request.method);
   insert.priority = request.priority;
   // A run whose worker died is rescued and resumes from its newest checkpoint; the
   // runner fails bad payloads without retry, so only real crashes use these attempts.
@@ -62,6 +62,9 @@ HttpResponse create_training(ApiContext& ctx, HttpRequest& req) {
     auto method = body.find("method");
     if (method != body.end() && *method == "grpo") {
       return enqueue_training(conn, req, principal, spec::read_grpo(body, spec::Source::request));
+    }
+    if (method != body.end() && *method == "rft") {
+      return enqueue_training(conn, req, principal, spec::read_rft(body, spec::Source::request));
     }
     return enqueue_training(conn, req, principal, spec::read_sft(body, spec::Source::request));
   }, job_replay("/v1/training-jobs", render_training));

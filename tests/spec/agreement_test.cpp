@@ -135,6 +135,7 @@ std::string schema_name(JobKind kind, const std::string& group) {
     case JobKind::generate: return "GenerationCreate";
     case JobKind::train_sft: return group.empty() ? "TrainingJobCreate" : "SftHyperparameters";
     case JobKind::train_grpo: return group.empty() ? "TrainingJobCreate" : "GrpoHyperparameters";
+    case JobKind::train_rft: return group.empty() ? "TrainingJobCreate" : "RftHyperparameters";
     case JobKind::evaluate: return group.empty() ? "EvaluationCreate" : "EvaluationSettings";
   }
   return "";
@@ -159,6 +160,9 @@ TEST(Agreement, ApiReaderAndWorkerParseAcceptTheSameValuesAndSeeTheSameFields) {
   check_api_and_worker_agree(JobKind::train_grpo, kforge::spec::grpo_table(),
                              json{{"method", "grpo"}, {"suite", "builtin"}, {"base_model", "kforge-tiny"}},
                              kforge::spec::read_grpo, kforge::jobs::parse_grpo_job_args);
+  check_api_and_worker_agree(JobKind::train_rft, kforge::spec::rft_table(),
+                             json{{"method", "rft"}, {"suite", "builtin"}, {"base_model", "kforge-tiny"}},
+                             kforge::spec::read_rft, kforge::jobs::parse_rft_job_args);
   check_api_and_worker_agree(JobKind::evaluate, kforge::spec::evaluate_table(),
                              json{{"model", "kforge-tiny"}, {"suite", "heldout"}}, kforge::spec::read_evaluate,
                              kforge::jobs::parse_evaluate_job_args);
@@ -173,6 +177,8 @@ TEST(Agreement, KforgeTrainFlagsTakeTheTablesDefaultsAndRanges) {
       check_train_defaults(command, kforge::spec::sft_table(), kforge::train::sft_args(flags));
     } else if (*kind == JobKind::train_grpo) {
       check_train_defaults(command, kforge::spec::grpo_table(), kforge::train::grpo_args(flags));
+    } else if (*kind == JobKind::train_rft) {
+      check_train_defaults(command, kforge::spec::rft_table(), kforge::train::rft_args(flags));
     } else {
       check_train_defaults(command, kforge::spec::evaluate_table(), kforge::train::evaluate_args(flags));
     }

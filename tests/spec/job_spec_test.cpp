@@ -30,6 +30,7 @@ AnyRead read_any(JobKind kind, const json& doc, Source source) {
     case JobKind::generate: return pack(kforge::spec::read_generate(doc, source));
     case JobKind::train_sft: return pack(kforge::spec::read_sft(doc, source));
     case JobKind::train_grpo: return pack(kforge::spec::read_grpo(doc, source));
+    case JobKind::train_rft: return pack(kforge::spec::read_rft(doc, source));
     case JobKind::evaluate: return pack(kforge::spec::read_evaluate(doc, source));
   }
   return {};
@@ -43,6 +44,9 @@ json minimal(JobKind kind, Source source) {
     case JobKind::train_sft: return request ? json{{"method", "sft"}, {"suite", "builtin"}} : json{{"suite", "builtin"}};
     case JobKind::train_grpo:
       return request ? json{{"method", "grpo"}, {"suite", "builtin"}, {"base_model", "kforge-tiny"}}
+                     : json{{"suite", "builtin"}, {"base_model_id", 3}};
+    case JobKind::train_rft:
+      return request ? json{{"method", "rft"}, {"suite", "builtin"}, {"base_model", "kforge-tiny"}}
                      : json{{"suite", "builtin"}, {"base_model_id", 3}};
     case JobKind::evaluate:
       return request ? json{{"model", "kforge-tiny"}, {"suite", "heldout"}} : json{{"model_id", 2}, {"suite", "heldout"}};
@@ -250,6 +254,30 @@ TEST(JobSpec, CrossFieldRules) {
       json::parse(R"({"suite": "s", "base_model_id": 1, "hyperparameters": {"max_new_tokens": 64, "overlong_buffer": 65}})"),
       Source::job);
   EXPECT_EQ(error_for(overlong.errors, "hyperparameters.overlong_buffer"), "must be at most max_new_tokens");
+  // Expert iteration samples and checks as GRPO does: a suite and a base model, no dataset.
+  auto rft_bare = kforge::spec::read_rft(json::parse(R"({"method": "rft"})"), Source::request);
+  EXPECT_EQ(error_for(rft_bare.errors, "suite"), "is required for Expert iteration (for example \"builtin\")");
+  EXPECT_EQ(error_for(rft_bare.errors, "base_model"),
+            "Expert iteration starts from a trained model: give base_model (for example kforge-tiny)");
+  auto rft_dataset = kforge::spec::read_rft(json::parse(R"({"dataset": "/x.jsonl", "base_model_id": 1})"), Source::job);
+  EXPECT_EQ(error_for(rft_dataset.errors, "dataset").rfind("Expert iteration needs ops", 0), 0u);
+  auto rft_range = kforge::spec::read_rft(
+      json::parse(R"({"suite": "s", "base_model_id": 1, "hyperparameters": {"rounds": 0, "samples_per_task": 257}})"),
+      Source::job);
+  EXPECT_EQ(error_for(rft_range.errors, "hyperparameters.rounds"), "must be in 1..1000, got 0");
+  EXPECT_EQ(error_for(rft_range.errors, "hyperparameters.samples_per_task"), "must be in 1..256, got 257");
+  auto rft_ok = kforge::spec::read_rft(json::parse(R"({"method": "rft", "suite": "builtin", "base_model": "m"})"),
+                                       Source::request);
+  ASSERT_TRUE(rft_ok.ok()) << kforge::spec::describe_errors(rft_ok.errors);
+  EXPECT_EQ(rft_ok.stored["hyperparameters"]["rounds"], 4) << "defaults are echoed";
+  EXPECT_EQ(rft_ok.stored["hyperparameters"]["time_kernels"], 0) << "keeping needs correctness only";
+  // GRPO's issue-17 options are choices with named values.
+  auto bad_choice = kforge::spec::read_grpo(
+      json::parse(R"({"suite": "s", "base_model_id": 1, "hyperparameters": {"advantage": "loo", "speed_bonus": "x"}})"),
+      Source::job);
+  EXPECT_NE(error_for(bad_choice.errors, "hyperparameters.advantage").find("leave_one_out"), std::string::npos)
+      << kforge::spec::describe_errors(bad_choice.errors);
+  EXPECT_NE(error_for(bad_choice.errors, "hyperparameters.speed_bonus").find("among_correct"), std::string::npos);
 
   auto k_default = kforge::spec::read_evaluate(json::parse(R"({"model": "m", "suite": "s", "settings": {"samples": 6}})"),
                                                Source::request);

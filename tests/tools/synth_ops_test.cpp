@@ -1,6 +1,7 @@
 // tools/synth_ops.py: synthetic training ops are valid suite ops the teacher lowers and the
 // harness verifies, never repeat a held-out op's source or any suite op's name, and are
-// reproducible from the seed; --exclude keeps a second set disjoint from the first.
+// reproducible from the seed; --exclude keeps a second set disjoint from the first; input
+// names vary and match forward()'s signature.
 // Run: ctest -R tools_synth_ops (needs python3 and PoCL for the harness part).
 #include <gtest/gtest.h>
 
@@ -38,11 +39,13 @@ class SynthOps : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::pair<int, std::string> generate(const std::string& name, int count, int seed, const std::string& exclude = "") {
+  std::pair<int, std::string> generate(const std::string& name, int count, int seed, const std::string& exclude = "",
+                                       const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {"python3", kSource + "/tools/synth_ops.py", "--out", (dir_ / name).string(),
                                      "--count", std::to_string(count), "--seed", std::to_string(seed),
                                      "--suite", kSource + "/suite"};
     if (!exclude.empty()) argv.insert(argv.end(), {"--exclude", (dir_ / exclude).string()});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return run_command(argv);
   }
 
@@ -92,6 +95,37 @@ TEST_F(SynthOps, OpsAreValidLowerableNeverHeldOutAndReproducible) {
     EXPECT_EQ(first_sources.count(op.spec.source), 0u) << op.spec.name << " repeats an excluded op";
     EXPECT_EQ(files("a").count(op.spec.name + ".json"), 0u) << op.spec.name << " reuses an excluded name";
   }
+}
+
+// Input names vary (a model trained on x, y, z only invents `y` for an op whose inputs are
+// x, s); every op's forward() declares exactly its inputs, in order, and the teacher still
+// lowers them; --input-names fixed keeps the old names.
+TEST_F(SynthOps, InputNamesVaryAndMatchTheSignature) {
+  ASSERT_EQ(generate("varied", 80, 5).first, 0);
+  std::map<std::string, int> uses;
+  int lowered = 0;
+  auto ops = train::load_suite((dir_ / "varied").string());
+  for (const auto& op : ops) {
+    std::string header = op.spec.source.substr(0, op.spec.source.find('\n'));
+    std::string expected = "def forward(";
+    for (size_t input_idx = 0; input_idx < op.spec.inputs.size(); ++input_idx) {
+      const std::string& name = op.spec.inputs[input_idx].name;
+      ++uses[name];
+      expected += (input_idx ? ", " : "") + name + ": Tensor";
+    }
+    EXPECT_EQ(header.rfind(expected + ")", 0), 0u) << op.spec.name << ": " << header;
+    codegen::Analysis analysis = codegen::analyze(op.spec);
+    lowered += analysis.ok() && !codegen::schedule_space(analysis).empty();
+  }
+  EXPECT_GE(uses.size(), 15u) << "input names vary";
+  EXPECT_LT(uses["x"], static_cast<int>(ops.size()) / 2) << "x is common, not universal";
+  EXPECT_GE(lowered, 76) << "renamed ops lower as before (>= 95%)";
+  ASSERT_EQ(generate("fixed", 40, 5, "", {"--input-names", "fixed"}).first, 0);
+  std::set<std::string> fixed;
+  for (const auto& op : train::load_suite((dir_ / "fixed").string()))
+    for (const auto& input : op.spec.inputs) fixed.insert(input.name);
+  const std::set<std::string> old_names = {"x", "y", "z", "a", "b", "w", "bias"};
+  for (const auto& name : fixed) EXPECT_TRUE(old_names.count(name)) << name;
 }
 
 TEST_F(SynthOps, TeacherKernelsForSyntheticOpsPassTheHarness) {

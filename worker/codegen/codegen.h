@@ -74,6 +74,9 @@ struct Analysis {
   Graph graph;
   std::vector<Stage> stages;   //!< in launch order; the last one writes `out`
   std::string unsupported;     //!< non-empty when the teacher cannot lower the op (says why)
+  //! Kernels named by role ("pointwise_kernel", "rows1_kernel") instead of after the op
+  //! ("softmax_rows1"): the SFT data sets it, so a model never has to copy the op's name.
+  bool role_kernel_names = false;
   //! True when stages are valid.
   bool ok() const { return unsupported.empty(); }
   //! The stage kinds, e.g. "matmul+reduce_rows".

@@ -33,10 +33,7 @@ Generated ProgramEmitter::run() {
   std::string kernels;
   for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
     const Stage& stage = a_.stages[stage_idx];
-    // Kernel names carry the stage kind, so an op named like a builtin (abs, exp) stays legal.
-    static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
-    std::string base = kernel_prefix(a_.op_name) + "_" + kSuffix[static_cast<int>(stage.kind)];
-    if (a_.stages.size() > 1) base += std::to_string(stage_idx);
+    std::string base = kernel_name(a_, stage_idx);
     std::string err;
     std::string text;
     switch (stage.kind) {
@@ -126,6 +123,15 @@ std::string kernel_prefix(const std::string& op_name) {
   for (char c : op_name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
   if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "op" + out;
   return out;
+}
+
+std::string kernel_name(const Analysis& analysis, size_t stage_idx) {
+  // Names carry the stage kind, so an op named like a builtin (abs, exp) stays legal; role
+  // names end in "_kernel" so they never meet a local of forward() (`rows`) in Triton.
+  static const char* kRole[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
+  std::string role = kRole[static_cast<int>(analysis.stages.at(stage_idx).kind)];
+  if (analysis.stages.size() > 1) role += std::to_string(stage_idx);
+  return analysis.role_kernel_names ? role + "_kernel" : kernel_prefix(analysis.op_name) + "_" + role;
 }
 
 }  // namespace emit

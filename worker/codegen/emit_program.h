@@ -55,6 +55,9 @@ std::string offset_expr(const Shape& shape, const std::vector<std::string>& coor
                         const std::function<std::string(const Dim&)>& dim);
 //! The op's name as the start of a kernel name (an identifier in C and Python).
 std::string kernel_prefix(const std::string& op_name);
+//! The name of stage `stage_idx`'s kernel: "<op>_<role>[idx]" ("gelu_mul_pointwise"), or
+//! "<role>[idx]_kernel" ("rows1_kernel") when the analysis asks for role names.
+std::string kernel_name(const Analysis& analysis, size_t stage_idx);
 //! "#pragma unroll N" for N > 1, else nothing.
 std::string unroll_pragma(int unroll, const std::string& indent);
 //! The node under a chain of views (a matmul operand), flipping `transposed` per view.

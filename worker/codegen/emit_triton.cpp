@@ -156,9 +156,7 @@ Generated TritonEmitter::run() {
   Generated gen;
   for (size_t stage_idx = 0; stage_idx < a_.stages.size(); ++stage_idx) {
     const Stage& stage = a_.stages[stage_idx];
-    static const char* kSuffix[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
-    std::string base = kernel_prefix(a_.op_name) + "_" + kSuffix[static_cast<int>(stage.kind)];
-    if (a_.stages.size() > 1) base += std::to_string(stage_idx);
+    std::string base = kernel_name(a_, stage_idx);
     std::string err;
     switch (stage.kind) {
       case StageKind::pointwise: pointwise(stage, base, err); break;

@@ -36,6 +36,10 @@ GrpoJobArgs parse_grpo_job_args(const std::string& args_json) {
   return args_or_throw(spec::read_grpo(parse_job_args_json(args_json, "train_grpo"), spec::Source::job));
 }
 
+RftJobArgs parse_rft_job_args(const std::string& args_json) {
+  return args_or_throw(spec::read_rft(parse_job_args_json(args_json, "train_rft"), spec::Source::job));
+}
+
 EvaluateJobArgs parse_evaluate_job_args(const std::string& args_json) {
   return args_or_throw(spec::read_evaluate(parse_job_args_json(args_json, "evaluate"), spec::Source::job));
 }

@@ -1,4 +1,4 @@
-// Payloads of the train_sft, train_grpo and evaluate jobs, read by the one reader of
+// Payloads of the train_sft, train_grpo, train_rft and evaluate jobs, read by the one reader of
 // spec/job_spec.h (the API reads POST bodies with the same tables), and the suite names
 // they use. Test: ctest -R jobs_args_test.
 #pragma once
@@ -16,6 +16,7 @@ namespace kforge::jobs {
 using CheckSettings = spec::CheckSettings;
 using SftJobArgs = spec::SftArgs;
 using GrpoJobArgs = spec::GrpoArgs;
+using RftJobArgs = spec::RftArgs;
 using EvaluateJobArgs = spec::EvaluateArgs;
 
 //! Parse a job's args JSON with the kind's reader (spec::Source::job); throws
@@ -24,6 +25,8 @@ using EvaluateJobArgs = spec::EvaluateArgs;
 SftJobArgs parse_sft_job_args(const std::string& args_json);
 //! See parse_sft_job_args.
 GrpoJobArgs parse_grpo_job_args(const std::string& args_json);
+//! See parse_sft_job_args.
+RftJobArgs parse_rft_job_args(const std::string& args_json);
 //! See parse_sft_job_args.
 EvaluateJobArgs parse_evaluate_job_args(const std::string& args_json);
 //! The args JSON text as a document for a reader; throws std::invalid_argument when it is not JSON.

@@ -4,6 +4,6 @@
 
 namespace kforge::jobs {
 
-std::vector<std::string> job_kinds() { return {"generate", "train_sft", "train_grpo", "evaluate"}; }
+std::vector<std::string> job_kinds() { return {"generate", "train_sft", "train_grpo", "train_rft", "evaluate"}; }
 
 }  // namespace kforge::jobs

@@ -2,9 +2,8 @@
 // the suite's train split, every sample checked by the harness (HarnessChecker), per-step
 // GrpoStepMetrics in training_metrics, checkpoints (policy + optimizer + step) registered
 // as model versions, and resume from the newest one. Test: ctest -R jobs_training_test.
-#include <algorithm>
 #include <filesystem>
-#include <random>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "worker/jobs/model_files.h"
 #include "worker/jobs/training_support.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/curriculum.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/model_policy.h"
 #include "worker/train/train_config.h"
@@ -38,18 +38,13 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   auto conn = db::connect(options.database_url);
   JobEvents events(*conn, job_id);
 
-  auto base = db::model_get(*conn, args.base_model_id);
-  if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(args.base_model_id) + " does not exist");
-  std::string base_dir = model_files_resolve(*base, options.model_files, "base_model").dir;
-  SuiteRef suite = resolve_training_suite(args.suite, options.suite_dir);
-  auto ops = load_suite_ops(suite, args.check.limit_ops);
-  std::vector<train::Task> tasks = suite_tasks(ops, train::PromptStyle::kforge_tiny);
-
-  std::string work_dir = job_work_dir(options, job_id);
-  std::string out_dir = (fs::path(work_dir) / "checkpoints").string();
-  fs::create_directories(out_dir);
-  std::string resume_dir = train::latest_checkpoint(out_dir);
-  int resumed = resume_dir.empty() ? 0 : train::checkpoint_step(resume_dir);
+  SamplingRun start = prepare_sampling_run(*conn, options, job_id, args.base_model_id, args.suite, args.check.limit_ops);
+  const db::ModelRecord* base = &start.base;
+  const std::string& base_dir = start.base_dir;
+  const std::vector<train::Task>& tasks = start.tasks;
+  const std::string& out_dir = start.out_dir;
+  const std::string& resume_dir = start.resume_dir;
+  const int resumed = start.resumed;
 
   policy::LoadOptions load{options.device, "float32"};
   std::unique_ptr<train::ModelPolicy> policy, reference;
@@ -88,12 +83,11 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
                                 {"base_model_id", args.base_model_id}}.dump());
   }
 
-  // Tasks rotate through a seeded shuffle of the split, as kforge-train grpo does;
-  // step s always gets the same batch, resumed or not.
-  std::vector<size_t> order(tasks.size());
-  for (size_t task_idx = 0; task_idx < order.size(); ++task_idx) order[task_idx] = task_idx;
-  std::mt19937_64 rng(args.seed);
-  std::shuffle(order.begin(), order.end(), rng);
+  // Tasks rotate through a seeded shuffle of the split, as kforge-train grpo does; step s
+  // always gets the same batch, resumed or not. With a curriculum the rotation holds the
+  // learnable tasks, re-measured every curriculum_every steps (a resume re-measures at once).
+  train::TaskSchedule schedule(tasks, args.seed);
+  std::optional<train::CurriculumStats> curriculum;
 
   train::GrpoStepMetrics last;
   for (int step = resumed + 1; step <= args.steps; ++step) {
@@ -101,13 +95,21 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
       events.warn("stopped before step " + std::to_string(step) + "; the newest checkpoint is kept for a resume");
       return worker::JobOutcome::fail("stopped before step " + std::to_string(step));
     }
-    std::vector<train::Task> batch;
-    size_t cursor = static_cast<size_t>(step - 1) * args.prompts_per_step;
-    for (int task_idx = 0; task_idx < args.prompts_per_step; ++task_idx) {
-      batch.push_back(tasks[order[(cursor + task_idx) % order.size()]]);
+    int every = args.curriculum_every;
+    bool refresh_now = every > 0 && (step == resumed + 1 || (step - 1) % every == 0);
+    if (auto refreshed = train::refresh_curriculum(schedule, *policy, checker, config.sampling, config.check_threads,
+                                                   config.seed, refresh_now ? 1 : 0, args.curriculum_samples, step)) {
+      curriculum = refreshed;
+      events.info("curriculum: " + std::to_string(refreshed->learnable) + " of " + std::to_string(refreshed->measured) +
+                      " tasks have 0 < pass@1 < 1" + (refreshed->fallback ? " (none: training on all)" : ""),
+                  refreshed->to_json());
     }
-    last = trainer->step(batch);
+    last = trainer->step(schedule.batch(step, args.prompts_per_step));
     last.step = step;
+    if (curriculum) {
+      last.curriculum_tasks = schedule.active();
+      last.curriculum_mean_pass1 = curriculum->mean_pass1;
+    }
     db::training_metric_insert(*conn, job_id, step, last.to_json());
     json progress = step_summary(last);
     progress["phase"] = "training";
@@ -126,17 +128,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     }
   }
 
-  std::string final_dir = train::latest_checkpoint(out_dir);
-  if (final_dir.empty()) throw std::runtime_error("grpo: no checkpoint was written");
-  db::ModelRecord final_model = register_checkpoint(final_dir, train::checkpoint_step(final_dir), json{{"method", "grpo"}});
-  events.info("finished", json{{"model_id", final_model.id}, {"steps", args.steps}}.dump());
-  json out = {{"model_id", final_model.id},
-              {"model", final_model.name + "@" + std::to_string(final_model.version)},
-              {"model_path", final_model.path},
-              {"steps", args.steps},
-              {"resumed_from", resumed},
-              {"base_model_id", args.base_model_id},
-              {"checkpoint_model_ids", registry.ids()}};
+  json out = finish_training(registry, events, out_dir, "grpo", "steps", args.steps, resumed, args.base_model_id);
   if (resumed < args.steps) out["last_step"] = step_summary(last);
   return worker::JobOutcome::complete(out.dump());
 }
@@ -144,11 +136,7 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
 }  // namespace
 
 worker::JobOutcome run_train_grpo(worker::JobContext& ctx, const TrainingJobOptions& options) {
-  try {
-    return run(ctx, options);
-  } catch (const std::invalid_argument& e) {
-    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
-  }
+  return without_retry_on_bad_payload([&] { return run(ctx, options); });
 }
 
 }  // namespace kforge::jobs

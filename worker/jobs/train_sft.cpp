@@ -150,6 +150,14 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     }
     pairs = read_pairs(data_path);
     if (pairs.examples.empty()) throw std::invalid_argument("dataset: '" + data_path + "' holds no pairs");
+    // The held-out split stays out of training, whoever built the file.
+    if (!args.dataset.empty() && fs::is_directory(options.suite_dir)) {
+      auto leaks = train::heldout_leaks(pairs.examples, train::load_suite(options.suite_dir, "heldout"));
+      if (!leaks.empty()) {
+        throw std::invalid_argument("dataset: holds " + std::to_string(leaks.size()) + " held-out op(s), first " +
+                                    leaks.front() + ": the held-out split must stay out of training");
+      }
+    }
   } catch (const std::invalid_argument& e) {
     return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
   }

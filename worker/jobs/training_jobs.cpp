@@ -12,8 +12,10 @@
 
 #include "common/config.h"
 #include "db/models.h"
+#include "worker/jobs/model_files.h"
 #include "worker/jobs/model_store.h"
 #include "worker/jobs/training_support.h"
+#include "worker/train/checkpoint.h"
 
 namespace kforge::jobs {
 namespace {
@@ -49,6 +51,7 @@ TrainingJobOptions TrainingJobOptions::from_env(const std::string& database_url)
 void register_training_jobs(worker::HandlerRegistry& registry, const TrainingJobOptions& options) {
   registry.add("train_sft", [options](worker::JobContext& ctx) { return run_train_sft(ctx, options); });
   registry.add("train_grpo", [options](worker::JobContext& ctx) { return run_train_grpo(ctx, options); });
+  registry.add("train_rft", [options](worker::JobContext& ctx) { return run_train_rft(ctx, options); });
   registry.add("evaluate", [options](worker::JobContext& ctx) { return run_evaluate(ctx, options); });
 }
 
@@ -107,6 +110,39 @@ db::ModelRecord CheckpointRegistry::add(const std::string& checkpoint_dir, int s
   events_.info("checkpoint " + std::to_string(step) + " registered as " + model.name + "@" + std::to_string(model.version),
                data.dump());
   return model;
+}
+
+nlohmann::json finish_training(CheckpointRegistry& registry, JobEvents& events, const std::string& out_dir,
+                               const std::string& method, const std::string& count_key, int count, int resumed,
+                               int64_t base_model_id) {
+  std::string final_dir = train::latest_checkpoint(out_dir);
+  if (final_dir.empty()) throw std::runtime_error(method + ": no checkpoint was written");
+  db::ModelRecord final_model =
+      registry.add(final_dir, train::checkpoint_step(final_dir), nlohmann::json{{"method", method}}.dump());
+  events.info("finished", nlohmann::json{{"model_id", final_model.id}, {count_key, count}}.dump());
+  return {{"model_id", final_model.id},
+          {"model", final_model.name + "@" + std::to_string(final_model.version)},
+          {"model_path", final_model.path},
+          {count_key, count},
+          {"resumed_from", resumed},
+          {"base_model_id", base_model_id},
+          {"checkpoint_model_ids", registry.ids()}};
+}
+
+SamplingRun prepare_sampling_run(pqxx::connection& conn, const TrainingJobOptions& options, int64_t job_id,
+                                 int64_t base_model_id, const std::string& suite, int limit_ops) {
+  SamplingRun run;
+  auto base = db::model_get(conn, base_model_id);
+  if (!base) throw std::invalid_argument("base_model: model id " + std::to_string(base_model_id) + " does not exist");
+  run.base = *base;
+  run.base_dir = model_files_resolve(run.base, options.model_files, "base_model").dir;
+  auto ops = load_suite_ops(resolve_training_suite(suite, options.suite_dir), limit_ops);
+  run.tasks = train::suite_tasks(ops, train::PromptStyle::kforge_tiny);
+  run.out_dir = (fs::path(job_work_dir(options, job_id)) / "checkpoints").string();
+  fs::create_directories(run.out_dir);
+  run.resume_dir = train::latest_checkpoint(run.out_dir);
+  run.resumed = run.resume_dir.empty() ? 0 : train::checkpoint_step(run.resume_dir);
+  return run;
 }
 
 }  // namespace kforge::jobs

@@ -1,5 +1,5 @@
-// The database job runners for training and evaluation: `train_sft`, `train_grpo`
-// and `evaluate` (worker/train does the work; these read the job payload, report
+// The database job runners for training and evaluation: `train_sft`, `train_grpo`,
+// `train_rft` and `evaluate` (worker/train does the work; these read the job payload, report
 // progress, honour cancellation between steps, write training_metrics, training_events,
 // models and evaluations rows). Docs: docs/jobs.md. Tests: ctest -R 'jobs_(args|training)_test'.
 #pragma once
@@ -31,11 +31,15 @@ worker::JobOutcome run_train_sft(worker::JobContext& ctx, const TrainingJobOptio
 //! GRPO from a parent model version with the harness as reward; per-step metrics,
 //! checkpoints registered as model versions, resumes from the newest one.
 worker::JobOutcome run_train_grpo(worker::JobContext& ctx, const TrainingJobOptions& options);
+//! Expert iteration from a parent model version: per round, samples verified by the
+//! harness are kept and fine-tuned on; one metrics row and model version per round, resumes
+//! after the newest round.
+worker::JobOutcome run_train_rft(worker::JobContext& ctx, const TrainingJobOptions& options);
 //! Samples and checks a model version on a suite split; stores an evaluations row
 //! (summary metrics + per-op rows) in the completion's transaction.
 worker::JobOutcome run_evaluate(worker::JobContext& ctx, const TrainingJobOptions& options);
 
-//! Registers train_sft, train_grpo and evaluate.
+//! Registers train_sft, train_grpo, train_rft and evaluate.
 void register_training_jobs(worker::HandlerRegistry& registry, const TrainingJobOptions& options);
 
 }  // namespace kforge::jobs

@@ -1,4 +1,4 @@
-// Pieces the three training runners share (internal to worker/jobs): suite loading
+// Pieces the training runners share (internal to worker/jobs): suite loading
 // with the job's limit, per-job directories, training events, checkpoint registration.
 // Exercised by tests/worker/jobs/training_jobs_test.cpp.
 #pragma once
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
 #include "db/models.h"
@@ -61,5 +62,39 @@ class CheckpointRegistry {
   std::string models_dir_;
   std::vector<int64_t> ids_;
 };
+
+//! Where a GRPO or expert-iteration run starts: the base version and its weights, the
+//! train split's tasks, the checkpoints directory and the newest checkpoint in it.
+struct SamplingRun {
+  db::ModelRecord base;            //!< the base model version
+  std::string base_dir;            //!< its weights directory
+  std::vector<train::Task> tasks;  //!< the suite's train split (first limit_ops), kforge-tiny prompts
+  std::string out_dir;             //!< <work>/checkpoints (created)
+  std::string resume_dir;          //!< newest checkpoint there ("" on a first attempt)
+  int resumed = 0;                 //!< its step or round (0 when none)
+};
+
+//! Reads all of SamplingRun; std::invalid_argument (no retry) naming base_model or suite.
+SamplingRun prepare_sampling_run(pqxx::connection& conn, const TrainingJobOptions& options, int64_t job_id,
+                                 int64_t base_model_id, const std::string& suite, int limit_ops);
+
+//! The end of a GRPO or expert-iteration run: the newest checkpoint under `out_dir`
+//! registered as the job's model (metrics {method}), a "finished" event, and the result
+//! fields both have: model_id, model, model_path, `count_key` (steps or rounds) = count,
+//! resumed_from, base_model_id, checkpoint_model_ids. Throws std::runtime_error when no
+//! checkpoint was written.
+nlohmann::json finish_training(CheckpointRegistry& registry, JobEvents& events, const std::string& out_dir,
+                               const std::string& method, const std::string& count_key, int count, int resumed,
+                               int64_t base_model_id);
+
+//! Runs a runner, turning std::invalid_argument (a bad payload) into a failure without retry.
+template <typename Run>
+worker::JobOutcome without_retry_on_bad_payload(Run&& run) {
+  try {
+    return run();
+  } catch (const std::invalid_argument& e) {
+    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
+  }
+}
 
 }  // namespace kforge::jobs

@@ -49,7 +49,7 @@ struct ModelConfig {
   int64_t parameter_count() const;
 };
 
-//! Named presets: "kforge-tiny" (~4M params, CPU tests), "kforge-20m", "kforge-100m"
+//! Named presets: "kforge-tiny" (~4M params, CPU tests), "kforge-small" (~30M), "kforge-20m", "kforge-100m"
 //! (GPU training), "qwen2.5-0.5b-shape" (benchmarks). Throws ConfigError for an unknown name.
 ModelConfig model_preset(const std::string& name, int64_t vocab_size = 0);
 

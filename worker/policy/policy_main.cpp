@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
       {"vocab-size", "", "0", "tokenizer vocab / preset vocab override (0: default)"},
       {"pretokenizer", "", "qwen2", "train-tokenizer split: qwen2, llama3, gpt2"},
       {"model", "", "", "HF model directory"},
-      {"preset", "", "", "random model from a preset: kforge-tiny, kforge-20m, kforge-100m, qwen2.5-0.5b-shape"},
+      {"preset", "", "", "random model from a preset: kforge-tiny, kforge-small, kforge-20m, kforge-100m, qwen2.5-0.5b-shape"},
       {"seed", "", "0", "random seed"},
       {"device", "", "cpu", "cpu or cuda"},
       {"dtype", "", "", "float32, bfloat16, float16 (default: config's)"},

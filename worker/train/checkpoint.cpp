@@ -54,13 +54,20 @@ void remove_tree(const std::string& path) {
 
 std::string write_checkpoint(const std::string& out_dir, int step, const TrainablePolicy& policy,
                              const Optimizer& optimizer, nlohmann::json state, int keep) {
+  return write_checkpoint(out_dir, step, policy, &optimizer, std::move(state), keep);
+}
+
+std::string write_checkpoint(const std::string& out_dir, int step, const TrainablePolicy& policy,
+                             const Optimizer* optimizer, nlohmann::json state, int keep,
+                             const std::vector<std::pair<std::string, std::string>>& files) {
   fs::path final_dir = fs::path(out_dir) / ("checkpoint-" + std::to_string(step));
   fs::path tmp_dir = final_dir;
   tmp_dir += ".tmp";
   remove_tree(tmp_dir.string());
   fs::create_directories(tmp_dir);
   policy.save(tmp_dir.string());
-  optimizer.save((tmp_dir / "optimizer.pt").string());
+  if (optimizer) optimizer->save((tmp_dir / "optimizer.pt").string());
+  for (const auto& [name, text] : files) std::ofstream((tmp_dir / name).string()) << text;
   state["step"] = step;
   std::ofstream((tmp_dir / "trainer_state.json").string()) << state.dump(2) << "\n";
   // Rename last: a crash mid-write leaves only a .tmp that resume ignores.

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,11 @@ namespace kforge::train {
 //! checkpoints (registered model versions live in their own copies). Returns the directory.
 std::string write_checkpoint(const std::string& out_dir, int step, const TrainablePolicy& policy,
                              const Optimizer& optimizer, nlohmann::json state, int keep);
+//! The same without optimizer.pt (expert iteration starts a fresh optimizer every round);
+//! `files` are extra (name, text) files written into the checkpoint before the rename.
+std::string write_checkpoint(const std::string& out_dir, int step, const TrainablePolicy& policy,
+                             const Optimizer* optimizer, nlohmann::json state, int keep,
+                             const std::vector<std::pair<std::string, std::string>>& files = {});
 
 //! Newest checkpoint-<step> directory under out_dir holding trainer_state.json; "" if none.
 std::string latest_checkpoint(const std::string& out_dir);

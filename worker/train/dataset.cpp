@@ -1,10 +1,14 @@
 // SFT dataset builder; see dataset.h. Only ops the caller passes are used: the CLI
-// passes the train split, so held-out ops never reach the SFT corpus. Tested by ctest -R train_test.
+// passes the train split, and a held-out op throws, so held-out ops never reach the SFT
+// corpus. Tested by ctest -R train_test and ctest -R train_harness_test.
 #include "worker/train/dataset.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "common/log.h"
@@ -12,43 +16,106 @@
 
 namespace kforge::train {
 
+namespace {
+
+// One op in one target: up to max_variants_per_op schedules, each verified by `checker`.
+void add_target_variants(const SuiteOp& op, const codegen::Analysis& analysis, codegen::Target target,
+                         harness::Checker& checker, const DatasetOptions& options, DatasetStats& stats,
+                         std::vector<DatasetRecord>& records, bool& any) {
+  std::vector<codegen::Schedule> space = codegen::schedule_space(analysis, target);
+  std::string target_text = codegen::target_name(target);
+  std::string prompt = render_prompt(prompt_op(op.spec, target_text), options.style);
+  // Spread the picks over the whole space so variants differ in more than one knob.
+  size_t picks = std::min<size_t>(options.max_variants_per_op, space.size());
+  for (size_t pick = 0; pick < picks; ++pick) {
+    const codegen::Schedule& schedule = space[pick * space.size() / picks];
+    codegen::Generated generated = codegen::emit_program(analysis, schedule, target);
+    if (!generated.ok()) continue;
+    ++stats.variants_checked;
+    harness::CheckResult result = checker.check(generated.program);
+    if (result.outcome != harness::Outcome::correct) {
+      log_warn("train", "teacher variant failed the harness",
+               {{"op", op.spec.name}, {"target", target_text}, {"schedule", schedule.label()},
+                {"outcome", harness::outcome_name(result.outcome)}, {"message", result.message.substr(0, 200)}});
+      continue;
+    }
+    ++stats.variants_correct;
+    any = true;
+    records.push_back({op.spec.name, schedule.label(), target_text, prompt, generated.program, result.speedup});
+  }
+}
+
+// Text with every run of whitespace removed, so a reindented source still matches.
+std::string squeeze(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+// What identifies an op in a prompt: its inputs (names, dtypes, shapes) and its source,
+// from "### inputs" to the line after the source block, whitespace removed; "" without one.
+std::string op_identity(const std::string& prompt) {
+  size_t start = prompt.find("### inputs\n");
+  size_t source = prompt.find("### source\n", start == std::string::npos ? 0 : start);
+  if (start == std::string::npos || source == std::string::npos) return "";
+  size_t end = std::min(prompt.find("\n### ", source + 10), prompt.find("<|im_end|>", source));
+  return squeeze(prompt.substr(start, end == std::string::npos ? std::string::npos : end - start));
+}
+
+}  // namespace
+
+std::vector<std::string> heldout_leaks(const std::vector<SftExample>& pairs, const std::vector<SuiteOp>& heldout) {
+  std::set<std::string> seen;
+  for (const auto& pair : pairs) seen.insert(op_identity(pair.prompt));
+  std::vector<std::string> leaks;
+  for (const auto& op : heldout) {
+    std::string identity = op_identity(render_prompt(prompt_op(op.spec), PromptStyle::kforge_tiny));
+    if (!identity.empty() && seen.count(identity)) leaks.push_back(op.spec.name);
+  }
+  return leaks;
+}
+
 std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, const DatasetOptions& options,
                                              DatasetStats* stats, const std::function<void(int, int)>& on_op) {
+  std::vector<codegen::Target> targets;
+  for (const auto& name : options.targets) {
+    codegen::Target target;
+    if (!codegen::parse_target(name, target)) throw std::invalid_argument("dataset: unknown target '" + name + "'");
+    targets.push_back(target);
+  }
   DatasetStats local;
   std::vector<DatasetRecord> records;
   for (size_t op_idx = 0; op_idx < ops.size(); ++op_idx) {
     const SuiteOp& op = ops[op_idx];
+    if (op.split == "heldout")
+      throw std::invalid_argument("dataset: op " + op.spec.name + " is in the held-out split and must not be trained on");
     ++local.ops;
     codegen::Analysis analysis = codegen::analyze(op.spec);
-    std::vector<codegen::Schedule> space = analysis.ok() ? codegen::schedule_space(analysis) : std::vector<codegen::Schedule>{};
-    if (space.empty()) {
+    analysis.role_kernel_names = options.role_kernel_names;
+    if (!analysis.ok() || codegen::schedule_space(analysis).empty()) {
       ++local.ops_unsupported;
       log_info("train", "teacher cannot lower op", {{"op", op.spec.name}, {"why", analysis.unsupported}});
       if (on_op) on_op(op_idx + 1, ops.size());
       continue;
     }
-    std::string error;
-    auto checker = harness::Checker::create(shrink_for_checking(op.spec, options.max_check_elements), options.check, error);
-    if (!checker) throw std::runtime_error("op " + op.spec.name + " fails its own reference: " + error);
-    std::string prompt = render_prompt(prompt_op(op.spec), options.style);
-    // Spread the picks over the whole space so variants differ in more than one knob.
-    size_t picks = std::min<size_t>(options.max_variants_per_op, space.size());
     bool any = false;
-    for (size_t pick = 0; pick < picks; ++pick) {
-      const codegen::Schedule& schedule = space[pick * space.size() / picks];
-      codegen::Generated generated = codegen::emit_program(analysis, schedule);
-      if (!generated.ok()) continue;
-      ++local.variants_checked;
-      harness::CheckResult result = checker->check(generated.program);
-      if (result.outcome != harness::Outcome::correct) {
-        log_warn("train", "teacher variant failed the harness",
-                 {{"op", op.spec.name}, {"schedule", schedule.label()},
-                  {"outcome", harness::outcome_name(result.outcome)}, {"message", result.message.substr(0, 200)}});
+    for (codegen::Target target : targets) {
+      std::string target_text = codegen::target_name(target);
+      auto& unavailable = local.targets_unavailable;
+      if (std::find(unavailable.begin(), unavailable.end(), target_text) != unavailable.end()) continue;
+      harness::CheckOptions check = options.check;
+      check.target = target_text;
+      std::string error;
+      auto checker = harness::Checker::create(shrink_for_checking(op.spec, options.max_check_elements), check, error);
+      if (!checker && target != codegen::Target::opencl) {
+        // No GPU (or no Triton) here: that target's variants cannot be verified on this host.
+        log_warn("train", "dataset target not checkable on this host", {{"target", target_text}, {"why", error}});
+        unavailable.push_back(target_text);
         continue;
       }
-      ++local.variants_correct;
-      any = true;
-      records.push_back({op.spec.name, schedule.label(), prompt, generated.program, result.speedup});
+      if (!checker) throw std::runtime_error("op " + op.spec.name + " fails its own reference: " + error);
+      add_target_variants(op, analysis, target, *checker, options, local, records, any);
     }
     local.ops_with_examples += any ? 1 : 0;
     if (on_op) on_op(op_idx + 1, ops.size());
@@ -61,7 +128,7 @@ void write_dataset_jsonl(const std::string& path, const std::vector<DatasetRecor
   std::ofstream file(path);
   for (const auto& record : records)
     file << nlohmann::json{{"prompt", record.prompt}, {"completion", record.completion}, {"op", record.op},
-                           {"schedule", record.schedule}, {"speedup", record.speedup}}
+                           {"schedule", record.schedule}, {"target", record.target}, {"speedup", record.speedup}}
                 .dump()
          << "\n";
   if (!file) throw std::runtime_error("cannot write " + path);

@@ -11,8 +11,10 @@
 namespace kforge::train {
 
 GroupAdvantages group_advantages(const std::vector<double>& rewards, int group_size, bool scale_by_std,
-                                 double std_eps, double zero_variance_tol) {
+                                 double std_eps, double zero_variance_tol, Baseline baseline) {
   if (group_size < 1) throw std::invalid_argument("group_size must be >= 1 (got " + std::to_string(group_size) + ")");
+  if (baseline == Baseline::leave_one_out && group_size < 2)
+    throw std::invalid_argument("leave-one-out advantages need group_size >= 2");
   if (rewards.size() % group_size != 0)
     throw std::invalid_argument("rewards (" + std::to_string(rewards.size()) + ") are not a multiple of group_size (" +
                                 std::to_string(group_size) + ")");
@@ -36,6 +38,8 @@ GroupAdvantages group_advantages(const std::vector<double>& rewards, int group_s
     double sq = 0.0;
     for (int member = 0; member < group_size; ++member) sq += std::pow(rewards[group_start + member] - mean, 2);
     double scale = scale_by_std ? 1.0 / (std::sqrt(sq / group_size) + std_eps) : 1.0;
+    // r_i - (sum - r_i)/(G-1) = (G r_i - sum)/(G-1) = G/(G-1) * (r_i - mean).
+    if (baseline == Baseline::leave_one_out) scale *= static_cast<double>(group_size) / (group_size - 1);
     for (int member = 0; member < group_size; ++member) {
       out.advantages[group_start + member] = (rewards[group_start + member] - mean) * scale;
       out.keep[group_start + member] = true;

@@ -19,12 +19,19 @@ struct GroupAdvantages {
   int groups_dropped = 0;          //!< groups whose rewards are all equal: no learning signal
 };
 
-//! Mean-centred advantages per group of `group_size` consecutive rewards, divided by
+//! The baseline an advantage subtracts.
+enum class Baseline {
+  group_mean,     //!< r_i - mean(group): GRPO
+  leave_one_out,  //!< r_i - mean of the other G-1 rewards = G/(G-1) (r_i - mean): RLOO, unbiased
+};
+
+//! Advantages per group of `group_size` consecutive rewards against `baseline`, divided by
 //! (population std + std_eps) when scale_by_std. A group whose reward spread is at most
 //! zero_variance_tol is dropped. Throws std::invalid_argument when rewards.size() is not a
-//! multiple of group_size or group_size < 1.
+//! multiple of group_size or group_size < 1 (or < 2 for leave_one_out).
 GroupAdvantages group_advantages(const std::vector<double>& rewards, int group_size, bool scale_by_std,
-                                 double std_eps = 1e-6, double zero_variance_tol = 1e-9);
+                                 double std_eps = 1e-6, double zero_variance_tol = 1e-9,
+                                 Baseline baseline = Baseline::group_mean);
 
 //! DAPO soft overlong penalty: 0 up to max_tokens - buffer_tokens, then linear down to
 //! -factor at max_tokens, -factor beyond (and for truncated completions when the caller says so).

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <cmath>
 #include <stdexcept>
 #include <thread>
@@ -39,6 +40,7 @@ std::string GrpoConfig::validate() const {
   if (tasks_per_step < 1) return "grpo.tasks_per_step must be >= 1";
   if (steps < 1) return "grpo.steps must be >= 1";
   if (update_epochs < 1) return "grpo.update_epochs must be >= 1";
+  if (recheck_per_step < 0) return "grpo.recheck_per_step must be >= 0";
   if (micro_batch < 1) return "grpo.micro_batch must be >= 1";
   if (check_threads < 1) return "grpo.check_threads must be >= 1";
   if (overlong_buffer_tokens < 0) return "grpo.overlong_buffer_tokens must be >= 0";
@@ -65,6 +67,10 @@ std::string GrpoStepMetrics::to_json() const {
       {"rule_violation_rate", rule_violation_rate},
       {"hacking_rate", hacking_rate},
       {"suspicious_rate", suspicious_rate},
+      {"rules_caught", rules_caught},
+      {"rechecked", rechecked},
+      {"recheck_failed", recheck_failed},
+      {"recheck_fail_rate", recheck_fail_rate},
       {"groups_kept", groups_kept},
       {"groups_dropped", groups_dropped},
       {"tokens", tokens},
@@ -79,18 +85,24 @@ std::string GrpoStepMetrics::to_json() const {
       {"lr", lr},
       {"seconds", {{"sample", sample_seconds}, {"check", check_seconds}, {"update", update_seconds}}},
   };
+  if (curriculum_tasks >= 0) j["curriculum"] = {{"tasks", curriculum_tasks}, {"mean_pass1", curriculum_mean_pass1}};
   return j.dump();
 }
 
 std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<const Task*>& tasks,
-                                         const std::vector<std::string>& completions, int threads) {
+                                         const std::vector<std::string>& completions, int threads,
+                                         const std::vector<uint64_t>& secret_seeds) {
   if (tasks.size() != completions.size()) throw std::invalid_argument("check_parallel: tasks and completions differ");
+  if (!secret_seeds.empty() && secret_seeds.size() != completions.size())
+    throw std::invalid_argument("check_parallel: one secret seed per completion");
   std::vector<CheckSummary> results(completions.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t sample_idx = next++; sample_idx < completions.size(); sample_idx = next++) {
       try {
-        results[sample_idx] = checker.check(*tasks[sample_idx], completions[sample_idx]);
+        results[sample_idx] = secret_seeds.empty()
+                                  ? checker.check(*tasks[sample_idx], completions[sample_idx])
+                                  : checker.recheck(*tasks[sample_idx], completions[sample_idx], secret_seeds[sample_idx]);
       } catch (const std::exception&) {
         // A checker must not throw for bad completions; if it does, the sample gets nothing.
         results[sample_idx] = CheckSummary{Outcome::format_error};
@@ -168,20 +180,19 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
   metrics.check_seconds = seconds_since(phase_start);
 
   // 3. Rewards (+ overlong penalty) and the reward-hacking watch.
-  std::vector<double> rewards;
+  std::vector<double> rewards = group_rewards(checks, group, config.reward, config.speed_bonus);
   int correct = 0, trusted_correct = 0, violations = 0, hacked = 0, suspicious = 0, truncated = 0;
   double speedup_sum = 0;
   for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx) {
     const CheckSummary& check = checks[sample_idx];
     const Completion& completion = completions[sample_idx];
-    double reward = reward_for(check, config.reward);
+    double& reward = rewards[sample_idx];
     if (config.overlong_buffer_tokens > 0) {
       int length = completion.truncated ? static_cast<int>(config.sampling.max_new_tokens)
                                         : static_cast<int>(completion.tokens.size());
       reward += overlong_penalty(length, config.sampling.max_new_tokens, config.overlong_buffer_tokens,
                                  config.overlong_factor);
     }
-    rewards.push_back(reward);
     metrics.outcomes[static_cast<int>(check.outcome)]++;
     metrics.tokens += completion.tokens.size();
     truncated += completion.truncated ? 1 : 0;
@@ -208,9 +219,36 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
   metrics.hacking_rate = (hacked + correct) ? static_cast<double>(hacked) / (hacked + correct) : 0;
   metrics.suspicious_rate = correct ? static_cast<double>(suspicious) / correct : 0;
   metrics.truncated_rate = truncated / n;
+  metrics.rules_caught = violations;
+
+  // 3b. The hacking watch: a few correct kernels (spread over the step) re-checked on fresh
+  //     secret inputs; one that fails was correct only on what it was checked with.
+  if (config.recheck_per_step > 0 && correct > 0) {
+    auto recheck_start = std::chrono::steady_clock::now();
+    std::vector<size_t> correct_idx;
+    for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx)
+      if (checks[sample_idx].outcome == Outcome::correct) correct_idx.push_back(sample_idx);
+    size_t picks = std::min<size_t>(config.recheck_per_step, correct_idx.size());
+    std::vector<const Task*> recheck_tasks;
+    std::vector<std::string> recheck_texts;
+    std::vector<uint64_t> seeds;
+    std::random_device entropy;  // secret: neither the run's seed nor anything the policy saw
+    for (size_t pick = 0; pick < picks; ++pick) {
+      size_t sample_idx = correct_idx[pick * correct_idx.size() / picks];
+      recheck_tasks.push_back(sample_tasks[sample_idx]);
+      recheck_texts.push_back(texts[sample_idx]);
+      seeds.push_back((static_cast<uint64_t>(entropy()) << 32) | entropy());
+    }
+    auto rechecks = check_parallel(impl_->checker, recheck_tasks, recheck_texts, config.check_threads, seeds);
+    metrics.rechecked = rechecks.size();
+    for (const auto& recheck : rechecks) metrics.recheck_failed += recheck.outcome != Outcome::correct ? 1 : 0;
+    metrics.recheck_fail_rate = static_cast<double>(metrics.recheck_failed) / metrics.rechecked;
+    metrics.check_seconds += seconds_since(recheck_start);  // re-checks are checking time too
+  }
 
   // 4. Group advantages; zero-variance groups carry no signal and are dropped.
-  GroupAdvantages advantages = group_advantages(rewards, group, config.scale_advantages_by_std);
+  GroupAdvantages advantages =
+      group_advantages(rewards, group, config.scale_advantages_by_std, 1e-6, 1e-9, config.baseline);
   metrics.groups_kept = advantages.groups_kept;
   metrics.groups_dropped = advantages.groups_dropped;
   std::vector<size_t> kept;

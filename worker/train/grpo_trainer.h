@@ -27,6 +27,9 @@ struct GrpoConfig {
   int micro_batch = 16;            //!< sequences per forward/backward
   int check_threads = 4;           //!< checks run at once (each in its own sandbox)
   bool scale_advantages_by_std = true;  //!< GRPO std scaling (false: Dr. GRPO)
+  Baseline baseline = Baseline::group_mean;  //!< group mean (GRPO) or leave-one-out (RLOO)
+  SpeedBonus speed_bonus = SpeedBonus::absolute;  //!< speed bonus for every correct sample, or ranked among them
+  int recheck_per_step = 0;        //!< correct kernels re-checked with a fresh secret seed each step (hacking watch)
   int overlong_buffer_tokens = 0;  //!< soft overlong penalty window (0 disables the penalty)
   double overlong_factor = 1.0;    //!< penalty at max_new_tokens
   uint64_t seed = 0;               //!< sampling seed base (step and task mixed in)
@@ -50,6 +53,9 @@ struct GrpoStepMetrics {
   double rule_violation_rate = 0;     //!< share of samples that broke a rule
   double hacking_rate = 0;            //!< rule violations with matching output / (those + correct samples)
   double suspicious_rate = 0;         //!< share of correct samples whose speedup is flagged
+  int rules_caught = 0;               //!< samples the static and adversarial rules refused (rule_violation)
+  int rechecked = 0, recheck_failed = 0;  //!< correct kernels re-checked with fresh secret seeds / not correct then
+  double recheck_fail_rate = 0;       //!< recheck_failed / rechecked (0 when none): correct only on the seen inputs
   int groups_kept = 0, groups_dropped = 0;  //!< zero-variance groups are dropped
   int64_t tokens = 0;                 //!< completion tokens sampled
   int64_t active_tokens = 0;          //!< tokens that entered the loss
@@ -57,6 +63,8 @@ struct GrpoStepMetrics {
   double loss = 0, kl = 0, entropy = 0, clip_fraction = 0, ratio_mean = 0;  //!< loss metrics (token means)
   double grad_norm = 0, lr = 0;       //!< optimizer step
   double sample_seconds = 0, check_seconds = 0, update_seconds = 0;  //!< time per phase
+  int curriculum_tasks = -1;          //!< tasks in the rotation the batch came from (-1: no curriculum; set by the loop)
+  double curriculum_mean_pass1 = -1;  //!< mean pass@1 at the last curriculum refresh (-1: none)
 
   //! JSON object text with every field (outcome histogram by name).
   std::string to_json() const;
@@ -83,7 +91,9 @@ class GrpoTrainer {
 };
 
 //! Checks every (task, completion) pair with up to `threads` checks at once; results in input order.
+//! `secret_seeds`, when given (one per pair), re-checks with those seeds (Checker::recheck).
 std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<const Task*>& tasks,
-                                         const std::vector<std::string>& completions, int threads);
+                                         const std::vector<std::string>& completions, int threads,
+                                         const std::vector<uint64_t>& secret_seeds = {});
 
 }  // namespace kforge::train

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <sys/stat.h>
 
+#include "worker/policy/autocast.h"
 #include "worker/policy/model_config.h"
 #include "worker/policy/safetensors.h"
 #include "worker/policy/sampler.h"
@@ -67,6 +68,7 @@ std::vector<Completion> ModelPolicy::sample(const std::vector<int64_t>& prompt, 
   options.max_new_tokens = config.max_new_tokens;
   options.stop = config.stop;
   options.seed = seed;
+  policy::AutocastGuard autocast(model_.device().type(), autocast_);
   std::vector<policy::Sample> samples =
       policy::sample_group(model_, tokenizer_ ? &*tokenizer_ : nullptr, prompt, options);
   std::vector<Completion> out;
@@ -83,6 +85,7 @@ std::vector<Completion> ModelPolicy::sample(const std::vector<int64_t>& prompt, 
 
 ScoredCompletions ModelPolicy::score(const std::vector<std::vector<int64_t>>& prompts,
                                      const std::vector<std::vector<int64_t>>& completions) {
+  policy::AutocastGuard autocast(model_.device().type(), autocast_);
   policy::CompletionScores scores = policy::score_completions(model_, prompts, completions, 1.0);
   return {scores.logprobs, scores.mask};
 }

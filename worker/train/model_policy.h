@@ -43,10 +43,15 @@ class ModelPolicy : public TrainablePolicy {
   const std::optional<policy::Tokenizer>& tokenizer() const { return tokenizer_; }
   //! Decodes ids to the text the checker sees.
   std::string decode(const std::vector<int64_t>& ids) const;
+  //! Mixed precision for sample() and score(): autocast at `dtype` (policy/autocast.h) on
+  //! the model's device while the weights stay as loaded (float32: the master copy);
+  //! nullopt (the default) runs in the weights' dtype.
+  void set_autocast(std::optional<at::ScalarType> dtype) { autocast_ = dtype; }
 
  private:
   policy::Model model_;
   std::optional<policy::Tokenizer> tokenizer_;
+  std::optional<at::ScalarType> autocast_;
 };
 
 //! How kforge-tiny is bootstrapped from a corpus.

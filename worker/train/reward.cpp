@@ -51,4 +51,36 @@ double reward_for(const CheckSummary& check, const RewardConfig& config) {
   return reward;
 }
 
+std::vector<double> group_rewards(const std::vector<CheckSummary>& checks, int group_size, const RewardConfig& config,
+                                  SpeedBonus bonus) {
+  if (bonus == SpeedBonus::absolute || group_size < 1) {
+    std::vector<double> rewards;
+    for (const auto& check : checks) rewards.push_back(reward_for(check, config));
+    return rewards;
+  }
+  RewardConfig no_bonus = config;
+  no_bonus.speed_weight = 0;
+  std::vector<double> rewards;
+  for (const auto& check : checks) rewards.push_back(reward_for(check, no_bonus));
+  auto trusted = [&](const CheckSummary& check) {
+    return check.outcome == Outcome::correct && !check.weak_test && (!check.suspicious || config.bonus_for_suspicious) &&
+           std::isfinite(check.speedup) && check.speedup > 0;
+  };
+  for (size_t group_start = 0; group_start < checks.size(); group_start += group_size) {
+    size_t group_end = std::min(checks.size(), group_start + group_size);
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t idx = group_start; idx < group_end; ++idx) {
+      if (!trusted(checks[idx])) continue;
+      double m = std::min(checks[idx].speedup, config.speed_cap);
+      lo = std::min(lo, m);
+      hi = std::max(hi, m);
+    }
+    if (!(hi > lo)) continue;  // fewer than two distinct speeds: nothing to rank
+    for (size_t idx = group_start; idx < group_end; ++idx)
+      if (trusted(checks[idx]))
+        rewards[idx] += config.speed_weight * (std::min(checks[idx].speedup, config.speed_cap) - lo) / (hi - lo);
+  }
+  return rewards;
+}
+
 }  // namespace kforge::train

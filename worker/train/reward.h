@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "worker/harness/checker.h"
 
@@ -59,5 +60,19 @@ struct RewardConfig {
 
 //! The scalar reward of one candidate.
 double reward_for(const CheckSummary& check, const RewardConfig& config = {});
+
+//! How the speed bonus is scored.
+enum class SpeedBonus {
+  absolute,       //!< every correct sample: w * min(speedup, cap) (reward_for)
+  among_correct,  //!< within its group, among the correct trusted samples only:
+                  //!< w * (m - min m) / (max m - min m), m = min(speedup, cap); 0 when they tie or stand alone
+};
+
+//! Rewards of consecutive groups of `group_size` checks. With among_correct a correct
+//! sample's bonus ranks it against the other correct samples of its group, so the step from
+//! wrong to correct is the same for every op (shrunk shapes and noisy timings no longer
+//! scale it) and speed only orders kernels that are already right.
+std::vector<double> group_rewards(const std::vector<CheckSummary>& checks, int group_size, const RewardConfig& config,
+                                  SpeedBonus bonus);
 
 }  // namespace kforge::train

@@ -123,4 +123,18 @@ CheckSummary HarnessChecker::check(const Task& task, const std::string& completi
   return summarize_check(check_full(task, completion));
 }
 
+CheckSummary HarnessChecker::recheck(const Task& task, const std::string& completion, uint64_t secret_seed) {
+  auto parsed = spec::parse_op_spec(task.spec);
+  if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + spec::describe_errors(parsed.errors));
+  harness::CheckOptions options = options_;
+  options.secret_seed = secret_seed == 0 ? 1 : secret_seed;  // 0 would mean "the worker's seed"
+  options.cache = false;
+  options.result_store.reset();
+  options.time = false;
+  std::string error;
+  auto checker = harness::Checker::create(shrink_for_checking(parsed.spec, max_check_elements_), options, error);
+  if (!checker) throw std::runtime_error("task " + task.id + ": the op itself fails: " + error);
+  return summarize_check(checker->check(completion));
+}
+
 }  // namespace kforge::train

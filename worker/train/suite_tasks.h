@@ -54,6 +54,8 @@ class HarnessChecker : public Checker {
   ~HarnessChecker() override;
   //! Parses task.spec (op JSON) and checks the completion; throws std::runtime_error if the op itself is broken.
   CheckSummary check(const Task& task, const std::string& completion) override;
+  //! A fresh harness::Checker with `secret_seed`, no cache and no timing (a correctness re-check).
+  CheckSummary recheck(const Task& task, const std::string& completion, uint64_t secret_seed) override;
   //! Full harness result (the same path as check).
   harness::CheckResult check_full(const Task& task, const std::string& completion);
 

@@ -14,6 +14,8 @@ std::vector<FlagSpec> shared_flags() {
       {"suite", "KFORGE_SUITE_DIR", "suite", "op suite directory"},
       {"template", "", "kforge-tiny", "prompt template: kforge-tiny or chatml"},
       {"device", "KFORGE_TRAIN_DEVICE", "cpu", "cpu or cuda"},
+      {"precision", "KFORGE_TRAIN_PRECISION", "float32",
+       "float32, or bf16: sampling and scoring under bf16 autocast, float32 master weights (kforge-small on a GPU)"},
       {"time-budget-s", "", "0.3", "harness timing budget per side"},
       {"log-level", "KFORGE_LOG_LEVEL", "warn", "debug, info, warn or error"},
   };
@@ -23,15 +25,18 @@ std::vector<FlagSpec> shared_flags() {
 std::vector<FlagSpec> own_flags(const std::string& command) {
   if (command == "dataset") {
     return {{"out", "", "", "JSONL path of the dataset"},
-            {"shard", "", "", "K/N: only ops K, K+N, ... (run N processes, concatenate)"}};
+            {"shard", "", "", "K/N: only ops K, K+N, ... (run N processes, concatenate)"},
+            {"targets", "", "opencl", "kernel languages, comma-separated: opencl, triton, cuda (each verified by its own "
+                                      "harness; one this host cannot check is skipped and reported)"},
+            {"kernel-names", "", "role", "role: kernels named pointwise_kernel, rows1_kernel...; op: <op>_pointwise"}};
   }
   if (command == "sft") {
     return {{"data", "", "", "JSONL of prompt/completion pairs"},
             {"init", "", "", "start from this HF directory instead of bootstrapping a preset"},
-            {"preset", "", "kforge-tiny", "bootstrap preset (kforge-tiny, kforge-micro, kforge-20m...)"},
+            {"preset", "", "kforge-tiny", "bootstrap preset (kforge-tiny, kforge-micro, kforge-small, kforge-20m...)"},
             {"out-dir", "", "var/train", "checkpoints and metrics.jsonl"}};
   }
-  if (command == "grpo") {
+  if (command == "grpo" || command == "rft") {
     return {{"model", "", "", "HF model directory to start from"},
             {"out-dir", "", "var/train", "checkpoints, final/ and metrics.jsonl"}};
   }
@@ -54,13 +59,14 @@ T checked(const spec::ReadResult<T>& read, spec::JobKind kind) {
 }  // namespace
 
 const std::vector<std::string>& train_commands() {
-  static const std::vector<std::string> commands = {"dataset", "sft", "grpo", "eval"};
+  static const std::vector<std::string> commands = {"dataset", "sft", "grpo", "rft", "eval"};
   return commands;
 }
 
 std::optional<spec::JobKind> command_kind(const std::string& command) {
   if (command == "dataset" || command == "sft") return spec::JobKind::train_sft;
   if (command == "grpo") return spec::JobKind::train_grpo;
+  if (command == "rft") return spec::JobKind::train_rft;
   if (command == "eval") return spec::JobKind::evaluate;
   return std::nullopt;
 }
@@ -82,6 +88,11 @@ spec::SftArgs sft_args(const Flags& flags) {
 spec::GrpoArgs grpo_args(const Flags& flags) {
   auto kind = spec::JobKind::train_grpo;
   return checked(spec::read_grpo(spec::flags_document(flags, kind), spec::Source::flags), kind);
+}
+
+spec::RftArgs rft_args(const Flags& flags) {
+  auto kind = spec::JobKind::train_rft;
+  return checked(spec::read_rft(spec::flags_document(flags, kind), spec::Source::flags), kind);
 }
 
 spec::EvaluateArgs evaluate_args(const Flags& flags) {

@@ -12,7 +12,7 @@
 
 namespace kforge::train {
 
-//! The commands: dataset, sft, grpo, eval.
+//! The commands: dataset, sft, grpo, rft, eval.
 const std::vector<std::string>& train_commands();
 
 //! The job kind a command takes its table flags from (dataset and sft: train_sft); nullopt if unknown.
@@ -26,6 +26,8 @@ std::vector<FlagSpec> command_flags(const std::string& command);
 spec::SftArgs sft_args(const Flags& flags);
 //! See sft_args.
 spec::GrpoArgs grpo_args(const Flags& flags);
+//! See sft_args.
+spec::RftArgs rft_args(const Flags& flags);
 //! See sft_args.
 spec::EvaluateArgs evaluate_args(const Flags& flags);
 

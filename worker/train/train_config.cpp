@@ -66,6 +66,9 @@ GrpoConfig grpo_config(const spec::GrpoArgs& args, PromptStyle style) {
   config.sampling = sampling_config(args.temperature, args.top_p, args.max_new_tokens, style);
   config.reward.speed_weight = args.speed_weight;
   config.reward.speed_cap = args.speed_cap;
+  config.speed_bonus = args.speed_bonus == "among_correct" ? SpeedBonus::among_correct : SpeedBonus::absolute;
+  config.baseline = args.advantage == "leave_one_out" ? Baseline::leave_one_out : Baseline::group_mean;
+  config.recheck_per_step = args.recheck_per_step;
   config.loss.eps_low = args.eps_low;
   config.loss.eps_high = args.eps_high;
   config.loss.kl_beta = args.kl_coef;
@@ -74,6 +77,27 @@ GrpoConfig grpo_config(const spec::GrpoArgs& args, PromptStyle style) {
   config.optim.total_steps = args.steps;
   config.optim.weight_decay = 0.0;
   config.optim.grad_clip = args.grad_clip;
+  return config;
+}
+
+RftConfig rft_config(const spec::RftArgs& args, PromptStyle style) {
+  RftConfig config;
+  config.rounds = args.rounds;
+  config.samples_per_task = args.samples_per_task;
+  config.max_kept_per_task = args.max_kept_per_task;
+  config.check_threads = args.check.threads;
+  config.seed = args.seed;
+  config.sampling = sampling_config(args.temperature, args.top_p, args.max_new_tokens, style);
+  config.sft.max_steps = args.steps_per_round;
+  config.sft.batch_size = args.batch_size;
+  config.sft.micro_batch = std::min(args.micro_batch, args.batch_size);
+  config.sft.max_tokens = args.max_seq_len;
+  config.sft.eval_every = 0;
+  config.sft.seed = args.seed;
+  config.sft.optim.lr = args.learning_rate;
+  config.sft.optim.warmup_steps = std::min(args.warmup_steps, args.steps_per_round);
+  config.sft.optim.weight_decay = 0.0;
+  config.sft.optim.grad_clip = args.grad_clip;
   return config;
 }
 

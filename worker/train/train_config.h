@@ -1,5 +1,5 @@
 // Trainer settings from a job kind's arguments (spec/job_spec.h): the one place that turns
-// SftArgs / GrpoArgs / EvaluateArgs into trainer configs and harness options, for the job
+// SftArgs / GrpoArgs / RftArgs / EvaluateArgs into trainer configs and harness options, for the job
 // runners and kforge-train alike. Test: ctest -R spec_agreement_test.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include "worker/train/evaluate.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/prompt_template.h"
+#include "worker/train/rft.h"
 #include "worker/train/sft_trainer.h"
 
 namespace kforge::train {
@@ -25,6 +26,10 @@ SftConfig sft_config(const spec::SftArgs& args);
 //! The GRPO run: sampling, reward, loss, optimiser (AdamW without weight decay: the
 //! policy starts from a trained model and GRPO steps are few).
 GrpoConfig grpo_config(const spec::GrpoArgs& args, PromptStyle style);
+
+//! Expert iteration: rounds, samples, what is kept, and each round's fine-tune (max_steps =
+//! steps_per_round, no validation, AdamW without weight decay as GRPO).
+RftConfig rft_config(const spec::RftArgs& args, PromptStyle style);
 
 //! An evaluation: samples, pass@k, sampling, check threads and seed.
 EvalConfig eval_config(const spec::EvaluateArgs& args, PromptStyle style);

@@ -1,4 +1,4 @@
-// kforge-train: SFT, GRPO and evaluation without a database (GPU hosts, CI); only wiring:
+// kforge-train: SFT, GRPO, expert iteration and evaluation without a database (GPU hosts, CI); only wiring:
 // flags from train_cli.h, configs from train_config.h. `kforge-train <command> --help`.
 // Docs: docs/training.md. Test: ctest -R spec_agreement_test.
 #include <ATen/ATen.h>
@@ -10,10 +10,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
+#include <sstream>
 
 #include "common/config.h"
 #include "common/log.h"
+#include "worker/policy/autocast.h"
+#include "worker/train/curriculum.h"
 #include "worker/train/dataset.h"
 #include "worker/train/distributed.h"
 #include "worker/train/evaluate.h"
@@ -62,16 +66,31 @@ std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard
   return kept;
 }
 
+// An HF directory as a policy on --device, float32 weights, with --precision's autocast.
+std::unique_ptr<ModelPolicy> load_policy(const kforge::Flags& flags, const std::string& dir, bool trainable = true) {
+  auto policy = ModelPolicy::from_dir(dir, {flags.get("device"), "float32"}, trainable);
+  policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
+  return policy;
+}
+
 int dataset_command(const kforge::Flags& flags) {
   kforge::spec::SftArgs args = sft_args(flags);
   auto ops = shard_of(first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops), flags.get("shard"));
   DatasetOptions options = dataset_options(args, style_of(flags), flags.get_double("time-budget-s"));
+  options.targets.clear();
+  std::stringstream targets(flags.get("targets"));
+  for (std::string target; std::getline(targets, target, ',');)
+    if (!target.empty()) options.targets.push_back(target);
+  if (flags.get("kernel-names") != "role" && flags.get("kernel-names") != "op")
+    throw std::runtime_error("--kernel-names must be role or op, got '" + flags.get("kernel-names") + "'");
+  options.role_kernel_names = flags.get("kernel-names") == "role";
   DatasetStats stats;
   auto records = build_sft_dataset(ops, options, &stats, [](int done, int total) { progress_bar("dataset", done, total, ""); });
   write_dataset_jsonl(flags.get("out"), records);
   std::cout << Json{{"records", records.size()}, {"ops", stats.ops}, {"ops_unsupported", stats.ops_unsupported},
                     {"ops_with_examples", stats.ops_with_examples}, {"variants_checked", stats.variants_checked},
-                    {"variants_correct", stats.variants_correct}, {"out", flags.get("out")}}
+                    {"variants_correct", stats.variants_correct}, {"targets", options.targets},
+                    {"targets_unavailable", stats.targets_unavailable}, {"out", flags.get("out")}}
                    .dump()
             << "\n";
   return 0;
@@ -80,6 +99,15 @@ int dataset_command(const kforge::Flags& flags) {
 int sft_command(const kforge::Flags& flags) {
   kforge::spec::SftArgs args = sft_args(flags);
   auto pairs = read_sft_jsonl(flags.get("data"));
+  // The held-out split stays out of training whoever built the data file.
+  if (fs::is_directory(flags.get("suite"))) {
+    auto leaks = heldout_leaks(pairs, load_suite(flags.get("suite"), "heldout"));
+    if (!leaks.empty())
+      throw std::runtime_error("--data holds held-out ops (" + std::to_string(leaks.size()) + ", first " + leaks.front() +
+                               "): the held-out split must stay out of training");
+  } else {
+    std::cerr << "kforge-train sft: no suite at '" << flags.get("suite") << "' (--suite): held-out check skipped\n";
+  }
   // Validation: pairs of every tenth op (by name order) are held out of training.
   std::vector<SftExample> train, validation;
   {
@@ -96,12 +124,13 @@ int sft_command(const kforge::Flags& flags) {
   }
   std::unique_ptr<ModelPolicy> policy;
   if (!flags.get("init").empty()) {
-    policy = ModelPolicy::from_dir(flags.get("init"), {flags.get("device"), "float32"});
+    policy = load_policy(flags, flags.get("init"));
   } else {
     std::vector<std::string> corpus;
     for (const auto& pair : pairs) corpus.push_back(pair.prompt + pair.completion);
     TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, flags.get("device")};
     policy = bootstrap_tiny_model(corpus, tiny);
+    policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   }
   SftConfig config = sft_config(args);
   config.out_dir = flags.get("out-dir");
@@ -136,7 +165,7 @@ int eval_command(const kforge::Flags& flags) {
   kforge::spec::EvaluateArgs args = evaluate_args(flags);
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), flags.get("split")), args.check.limit_ops);
-  auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
+  auto policy = load_policy(flags, flags.get("model"), false);
   // --serial-timing: verify every sample in parallel untimed, then time the correct ones
   // one at a time with nothing else running (evaluate.h).
   kforge::harness::CheckOptions options = check_options(args.check, flags.get_double("time-budget-s"));
@@ -178,25 +207,31 @@ int grpo_command(const kforge::Flags& flags) {
   PromptStyle style = style_of(flags);
   auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
   std::vector<Task> tasks = suite_tasks(ops, style);
-  auto policy = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"});
+  auto policy = load_policy(flags, flags.get("model"));
   std::unique_ptr<ModelPolicy> reference;
   GrpoConfig config = grpo_config(args, style);
-  if (config.loss.kl_beta > 0) reference = ModelPolicy::from_dir(flags.get("model"), {flags.get("device"), "float32"}, false);
+  if (config.loss.kl_beta > 0) reference = load_policy(flags, flags.get("model"), false);
   HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
   fs::create_directories(out_dir);
   std::ofstream metrics(out_dir + "/metrics.jsonl");
-  // Tasks rotate through a seeded shuffle of the train split.
-  std::vector<size_t> order(tasks.size());
-  for (size_t idx = 0; idx < order.size(); ++idx) order[idx] = idx;
-  std::mt19937_64 rng(config.seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  size_t cursor = 0;
+  // Tasks rotate through a seeded shuffle of the train split (only the learnable ones
+  // with --curriculum-every N, re-measured every N steps).
+  TaskSchedule schedule(tasks, config.seed);
+  std::optional<CurriculumStats> curriculum;
   for (int step_idx = 0; step_idx < config.steps; ++step_idx) {
-    std::vector<Task> batch;
-    for (int task_idx = 0; task_idx < config.tasks_per_step; ++task_idx) batch.push_back(tasks[order[cursor++ % order.size()]]);
-    GrpoStepMetrics m = trainer.step(batch);
+    if (auto refreshed = refresh_curriculum(schedule, *policy, checker, config.sampling, config.check_threads, config.seed,
+                                            args.curriculum_every, args.curriculum_samples, step_idx + 1)) {
+      curriculum = refreshed;
+      std::ofstream(out_dir + "/curriculum.jsonl", std::ios::app) << Json{{"step", step_idx + 1}}.dump() << " "
+                                                                    << refreshed->to_json() << "\n";
+    }
+    GrpoStepMetrics m = trainer.step(schedule.batch(step_idx + 1, config.tasks_per_step));
+    if (curriculum) {
+      m.curriculum_tasks = schedule.active();
+      m.curriculum_mean_pass1 = curriculum->mean_pass1;
+    }
     metrics << m.to_json() << "\n" << std::flush;
     char extra[160];
     std::snprintf(extra, sizeof extra, "reward %.3f correct %.2f kept %d/%d", m.reward_mean, m.correct_rate, m.groups_kept,
@@ -213,6 +248,39 @@ int grpo_command(const kforge::Flags& flags) {
   return 0;
 }
 
+// Expert iteration: rounds of sample -> verify -> fine-tune on the train split; a
+// checkpoint per round (with the kept pool), the final policy in final/.
+int rft_command(const kforge::Flags& flags) {
+  kforge::spec::RftArgs args = rft_args(flags);
+  PromptStyle style = style_of(flags);
+  auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
+  std::vector<Task> tasks = suite_tasks(ops, style);
+  auto policy = load_policy(flags, flags.get("model"));
+  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
+  RftConfig config = rft_config(args, style);
+  RftTrainer trainer(*policy, checker, config);
+  std::string out_dir = flags.get("out-dir");
+  fs::create_directories(out_dir);
+  std::ofstream metrics(out_dir + "/metrics.jsonl");
+  for (int round = 1; round <= config.rounds; ++round) {
+    RftRoundMetrics m = trainer.round(tasks);
+    metrics << m.to_json() << "\n" << std::flush;
+    char extra[160];
+    std::snprintf(extra, sizeof extra, "correct %.2f solved %d/%zu pool %d loss %.3f", m.correct_rate, m.tasks_solved,
+                  tasks.size(), m.pool_size, m.sft_loss);
+    progress_bar("rft", round, config.rounds, extra);
+    std::ostringstream pool;
+    for (const auto& example : trainer.pool())
+      pool << Json{{"prompt", example.prompt}, {"completion", example.completion}}.dump() << "\n";
+    write_checkpoint(out_dir, round, *policy, nullptr, Json{{"method", "rft"}}, /*keep=*/2, {{"kept.jsonl", pool.str()}});
+  }
+  std::string final_dir = out_dir + "/final";
+  fs::create_directories(final_dir);
+  policy->save(final_dir);
+  std::cout << Json{{"rounds", config.rounds}, {"kept", trainer.pool().size()}, {"model", final_dir}}.dump() << "\n";
+  return 0;
+}
+
 // The commands and how to see their flags.
 std::string general_usage() {
   std::string out = "usage: kforge-train <command> [flags]\nSFT, GRPO and evaluation without a database\n\ncommands:\n";
@@ -226,7 +294,7 @@ int main(int argc, char** argv) {
   const std::string command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
   if (!command_kind(command)) {
     bool help = argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
-    if (!command.empty()) std::cerr << "kforge-train: unknown command '" << command << "' (dataset, sft, grpo, eval)\n";
+    if (!command.empty()) std::cerr << "kforge-train: unknown command '" << command << "' (dataset, sft, grpo, rft, eval)\n";
     (help ? std::cout : std::cerr) << general_usage();
     return help ? 0 : 2;
   }
@@ -248,6 +316,7 @@ int main(int argc, char** argv) {
     // Flags that break a field's range fail here, before any model or suite is loaded.
     if (command == "dataset" || command == "sft") sft_args(flags);
     if (command == "grpo") grpo_args(flags);
+    if (command == "rft") rft_args(flags);
     if (command == "eval") evaluate_args(flags);
   } catch (const std::invalid_argument& e) {
     std::cerr << "kforge-train " << command << ": " << e.what() << "\n";
@@ -258,6 +327,7 @@ int main(int argc, char** argv) {
     if (command == "dataset") return dataset_command(flags);
     if (command == "sft") return sft_command(flags);
     if (command == "grpo") return grpo_command(flags);
+    if (command == "rft") return rft_command(flags);
     return eval_command(flags);
   } catch (const std::exception& e) {
     std::cerr << "kforge-train " << command << ": " << e.what() << "\n";

@@ -72,6 +72,13 @@ class Checker {
   virtual ~Checker() = default;
   //! Outcome of one completion; never throws for bad completions (they are outcomes).
   virtual CheckSummary check(const Task& task, const std::string& completion) = 0;
+  //! The same check with a fresh secret seed (new random inputs the kernel cannot have
+  //! seen), uncached: the reward-hacking watch re-checks correct kernels with it. A checker
+  //! without secret inputs checks again as check does.
+  virtual CheckSummary recheck(const Task& task, const std::string& completion, uint64_t secret_seed) {
+    (void)secret_seed;
+    return check(task, completion);
+  }
 };
 
 }  // namespace kforge::train

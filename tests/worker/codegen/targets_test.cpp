@@ -2,7 +2,8 @@
 // triton; every op's first cuda program parses in the kforge format, passes the static
 // rules, plans its launches on the main shapes and compiles with NVRTC for sm_90 (Hopper)
 // (every schedule: codegen_cuda_space_test); every triton program passes the runner's
-// static rules (worker/harness/runner/triton_rules.py). Run: ctest -R codegen_targets.
+// static rules (worker/harness/runner/triton_rules.py); role kernel names (the SFT data's)
+// in every target. Run: ctest -R codegen_targets.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "tests/worker/codegen/suite_ops.h"
 #include "worker/codegen/codegen.h"
+#include "worker/codegen/emit_program.h"
 #include "tests/worker/codegen/cuda_programs.h"
 
 using namespace kforge;
@@ -69,6 +71,38 @@ TEST(CodegenTargets, TargetsShareTheStagesAndSpellTheirOwnKernels) {
   ASSERT_TRUE(tiled.ok()) << tiled.unsupported;
   EXPECT_TRUE(contains(tiled.program, "__shared__ float tile_a")) << tiled.program;
   EXPECT_TRUE(contains(tiled.program, "__syncthreads()")) << tiled.program;
+}
+
+// The SFT data names kernels by role, so a model never copies the op's name into the
+// launch line and the kernel: every stage's kernel is "<role>[idx]_kernel" in every target,
+// the op's name appears in no kernel name, and the launch lines name the kernels defined.
+TEST(CodegenTargets, RoleKernelNamesReplaceTheOpsNameInEveryTarget) {
+  for (const char* op : {"attention", "silu_mul"}) {
+    auto analysis = codegen::analyze(kforge::testing::suite_op(op));
+    ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+    analysis.role_kernel_names = true;
+    if (std::string(op) == "silu_mul") EXPECT_EQ(codegen::emit::kernel_name(analysis, 0), "pointwise_kernel");
+    else ASSERT_GT(analysis.stages.size(), 1u) << "attention has several stages";
+    for (auto target : {codegen::Target::opencl, codegen::Target::cuda, codegen::Target::triton}) {
+      SCOPED_TRACE(std::string(op) + " " + codegen::target_name(target));
+      auto gen = codegen::emit_program(analysis, codegen::schedule_space(analysis, target).front(), target);
+      ASSERT_TRUE(gen.ok()) << gen.unsupported;
+      EXPECT_FALSE(contains(gen.program, codegen::emit::kernel_prefix(analysis.op_name) + "_")) << gen.program;
+      for (size_t stage_idx = 0; stage_idx < analysis.stages.size(); ++stage_idx) {
+        std::string name = codegen::emit::kernel_name(analysis, stage_idx);
+        std::string suffix = (analysis.stages.size() > 1 ? std::to_string(stage_idx) : "") + "_kernel";
+        EXPECT_EQ(name.substr(name.size() - suffix.size()), suffix);
+        EXPECT_TRUE(contains(gen.program, name)) << name << "\n" << gen.program;
+        if (target == codegen::Target::opencl) {
+          EXPECT_TRUE(contains(gen.program, "// kforge-launch: " + name + " ")) << gen.program;
+          EXPECT_TRUE(contains(gen.program, "__kernel void " + name + "(")) << gen.program;
+        }
+      }
+    }
+    analysis.role_kernel_names = false;
+    EXPECT_EQ(codegen::emit::kernel_name(analysis, 0).rfind(codegen::emit::kernel_prefix(analysis.op_name) + "_", 0), 0u)
+        << "op names stay the default (generation, the leaderboard's kernels)";
+  }
 }
 
 TEST(CodegenTargets, FirstCudaScheduleOfEverySuiteOpCompilesWithNvrtcForSm90) {

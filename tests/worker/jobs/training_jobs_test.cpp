@@ -1,6 +1,6 @@
 // The training and evaluation job runners end to end with every part real: the
 // kforge-server binary over HTTP, kforge-worker processes claiming train_sft /
-// train_grpo / evaluate jobs from PostgreSQL, the teacher compiler and PoCL harness,
+// train_grpo / train_rft / evaluate jobs from PostgreSQL, the teacher compiler and PoCL harness,
 // and the kforge CLI. Also: SIGKILL mid-SFT then resume, cancel, bad payloads, and a
 // worker with an empty model directory fetching a version's files from the server.
 // ctest -R jobs_training_test
@@ -111,6 +111,22 @@ bool has_event(kforge::test::ApiServer& server, int64_t job_id, const std::strin
   return false;
 }
 
+// SFT that can learn: kforge-micro trained 120 steps on the teacher kernel of the first
+// train-split op, so it writes that kernel; returns the finished training job.
+json memorise_first_train_op(kforge::test::ApiServer& server) {
+  json sft_request = {{"method", "sft"},
+                      {"suite", "builtin"},
+                      {"output_model", "kforge-micro"},
+                      {"hyperparameters",
+                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
+                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
+                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
+  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
+  EXPECT_EQ(sft_created.status, 202) << sft_created.body;
+  if (sft_created.status != 202) return json::object();
+  return wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+}
+
 }  // namespace
 
 // POST SFT (dataset built from the suite by the teacher) -> metrics and model versions
@@ -181,7 +197,10 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
                        {"hyperparameters",
                         {{"steps", 2}, {"prompts_per_step", 1}, {"group_size", 2}, {"max_new_tokens", 24},
                          {"limit_ops", 2}, {"time_kernels", 0}, {"check_trials", 1}, {"max_check_elements", 4096},
-                         {"checkpoint_every", 0}, {"learning_rate", 0.001}}}};
+                         {"checkpoint_every", 0}, {"learning_rate", 0.001},
+                         // Issue 17's options, so the runner is seen to wire them.
+                         {"advantage", "leave_one_out"}, {"speed_bonus", "among_correct"}, {"kl_coef", 0.01},
+                         {"curriculum_every", 1}, {"curriculum_samples", 2}, {"recheck_per_step", 2}}}};
   auto grpo_created = server.post("/v1/training-jobs", grpo_request.dump(), server.submit);
   ASSERT_EQ(grpo_created.status, 202) << grpo_created.body;
   int64_t grpo_id = body_of(grpo_created)["id"];
@@ -201,7 +220,16 @@ TEST(TrainingJobs, SftThenGrpoThenEvaluationThroughApi) {
     for (const char* phase : {"sample", "check", "update"}) {
       EXPECT_TRUE(m["seconds"].contains(phase)) << "seconds per phase: " << m.dump();
     }
+    // The hacking watch and the curriculum (re-measured every step here) are in every row.
+    EXPECT_EQ(m.value("rules_caught", -1), m["outcomes"].value("rule_violation", 0)) << m.dump();
+    EXPECT_LE(m.value("rechecked", -1), std::min(2, m["outcomes"].value("correct", 0))) << m.dump();
+    EXPECT_GE(m.value("rechecked", -1), 0) << m.dump();
+    ASSERT_TRUE(m.contains("curriculum")) << m.dump();
+    EXPECT_GE(m["curriculum"]["tasks"].get<int>(), 1);
+    EXPECT_LE(m["curriculum"]["tasks"].get<int>(), 2) << "limit_ops 2";
+    EXPECT_GE(m["kl"].get<double>(), 0.0);
   }
+  EXPECT_TRUE(has_event(server, grpo_id, "curriculum: ")) << "each refresh is a training event";
   json grpo_model = body_of(server.get("/v1/models/" + std::to_string(grpo["model_id"].get<int64_t>())));
   EXPECT_EQ(grpo_model["model"], "kforge-micro@3");
   EXPECT_EQ(grpo_model["parent_id"], sft_model_id);
@@ -313,16 +341,7 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   kforge::test::ApiServer server;
   DataDir data;
   auto worker = start_worker(server.database.url(), data, "training-learn-worker");
-  json sft_request = {{"method", "sft"},
-                      {"suite", "builtin"},
-                      {"output_model", "kforge-micro"},
-                      {"hyperparameters",
-                       {{"max_steps", 120}, {"batch_size", 1}, {"micro_batch", 1}, {"learning_rate", 0.01},
-                        {"warmup_steps", 0}, {"eval_every", 0}, {"checkpoint_every", 0}, {"vocab_size", 300},
-                        {"limit_ops", 1}, {"variants_per_op", 1}, {"max_check_elements", 4096}, {"check_trials", 1}}}};
-  auto sft_created = server.post("/v1/training-jobs", sft_request.dump(), server.submit);
-  ASSERT_EQ(sft_created.status, 202) << sft_created.body;
-  json sft = wait_finished(server, "/v1/training-jobs/" + std::to_string(body_of(sft_created)["id"].get<int64_t>()), 300s);
+  json sft = memorise_first_train_op(server);
   ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
   EXPECT_LT(sft["result"]["final_loss"].get<double>(), 0.2) << "one pair, 120 steps: memorised";
 
@@ -365,6 +384,65 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   EXPECT_GE(generation["result"]["by_outcome"].value("correct", 0), 1) << generation.dump(2);
   if (!generation["best"].is_null()) EXPECT_EQ(generation["best"]["outcome"], "correct");
   EXPECT_EQ(generation["model_id"], sft["model_id"]);
+}
+
+// Expert iteration end to end: SFT memorises one train op, then `kforge train rft` from
+// that version samples, keeps the kernels the harness verifies, fine-tunes on them and
+// registers one version per round; metrics rows per round; a bad rft request is a 422.
+TEST(TrainingJobs, RftKeepsVerifiedKernelsAndRegistersARoundPerVersion) {
+  KFORGE_REQUIRE_DB();
+  if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  kforge::test::ApiServer server;
+  DataDir data;
+  auto worker = start_worker(server.database.url(), data, "training-rft-worker");
+  json sft = memorise_first_train_op(server);
+  ASSERT_EQ(sft.value("status", ""), "succeeded") << sft.dump(2);
+  int64_t sft_model_id = sft["model_id"].get<int64_t>();
+
+  // Without a base model the API refuses it, naming the field.
+  auto refused = server.post("/v1/training-jobs", json{{"method", "rft"}, {"suite", "builtin"}}.dump(), server.submit);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("base_model"), std::string::npos) << refused.body;
+
+  auto [cli_code, cli_out] = kforge_cli(
+      server, {"train", "rft", "--token", server.submit, "--suite", "builtin", "--base-model", sft["result"]["model"].get<std::string>(), "--json",
+               "rounds=2", "samples_per_task=3", "max_kept_per_task=2", "steps_per_round=2", "batch_size=1",
+               "micro_batch=1", "temperature=0.01", "max_new_tokens=400", "learning_rate=0.001", "warmup_steps=0",
+               "limit_ops=1", "check_trials=1", "max_check_elements=4096"});
+  ASSERT_EQ(cli_code, 0) << cli_out;
+  json created = json::parse(cli_out, nullptr, false);
+  ASSERT_TRUE(created.is_object()) << cli_out;
+  EXPECT_EQ(created["method"], "rft") << created.dump(2);
+  EXPECT_EQ(created["hyperparameters"]["samples_per_task"], 3);
+  int64_t rft_id = created["id"].get<int64_t>();
+  json rft = wait_finished(server, "/v1/training-jobs/" + std::to_string(rft_id), 300s);
+  worker.signal(SIGTERM);
+  worker.wait_for(30s);
+  ASSERT_EQ(rft.value("status", ""), "succeeded") << rft.dump(2);
+  EXPECT_GE(rft["result"]["kept"].get<int>(), 1) << "the memorised kernel is sampled, verified and kept: " << rft.dump(2);
+
+  auto metrics = collect(server, "/v1/training-jobs/" + std::to_string(rft_id) + "/metrics");
+  ASSERT_EQ(metrics.size(), 2u);
+  for (int round = 1; round <= 2; ++round) {
+    const json& m = metrics[round - 1]["metrics"];
+    EXPECT_EQ(m["round"], round);
+    EXPECT_EQ(m["samples"], 3);
+    int outcome_total = 0;
+    for (const auto& [outcome, count] : m["outcomes"].items()) outcome_total += count.get<int>();
+    EXPECT_EQ(outcome_total, 3) << m.dump();
+    EXPECT_GE(m["pool_size"].get<int>(), 1) << m.dump();
+    EXPECT_EQ(m["sft_steps"], 2) << "a non-empty pool is fine-tuned on: " << m.dump();
+  }
+  EXPECT_GT(metrics[0]["metrics"]["correct_rate"].get<double>(), 0.0);
+  EXPECT_LE(metrics[0]["metrics"]["kept_new"].get<int>(), 2) << "at most max_kept_per_task new kernels per op";
+  json model = body_of(server.get("/v1/models/" + std::to_string(rft["model_id"].get<int64_t>())));
+  EXPECT_EQ(model["model"], "kforge-tiny@2") << "one version per round, under the default output_model";
+  EXPECT_EQ(model["parent_id"], sft_model_id);
+  EXPECT_EQ(model["training_job_id"], rft_id);
+  EXPECT_EQ(model["metrics"]["method"], "rft");
+  auto jobs = collect(server, "/v1/jobs?kind=train_rft");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["id"], rft_id);
 }
 
 // A worker SIGKILLed mid-SFT: the lease lapses, the job is rescued, a second worker
@@ -559,6 +637,15 @@ TEST(TrainingJobs, BadPayloadsFailNamingTheField) {
   fs::path bad_jsonl = data.path / "bad.jsonl";
   std::ofstream(bad_jsonl) << R"({"prompt": "a", "completion": "b"})" << "\n" << R"({"prompt": 3})" << "\n";
   cases.push_back({"/v1/training-jobs", "", {{"method", "sft"}, {"dataset", bad_jsonl.string()}}, "dataset: "});
+  // A data file posing a held-out op (add_bcast_3d: its inputs and source, renamed) is refused.
+  fs::path leaky_jsonl = data.path / "leaky.jsonl";
+  std::ofstream(leaky_jsonl) << json{{"prompt", "### op plus\n### target opencl\n### inputs\nx: float32[32, 512, 512]\ny: float32[32, 1, 512]\n"
+                                                "### source\ndef forward(x: Tensor, y: Tensor) -> Tensor:\n    return x + y\n"
+                                                "### kernel\n"},
+                                     {"completion", "k"}}.dump()
+                                << "\n";
+  cases.push_back({"/v1/training-jobs", "", {{"method", "sft"}, {"dataset", leaky_jsonl.string()}},
+                   "dataset: holds 1 held-out op(s), first add_bcast_3d"});
 
   std::vector<int64_t> job_ids;
   for (const auto& c : cases) {

@@ -76,6 +76,9 @@ TEST(ModelConfig, PresetsHaveTheAdvertisedSizes) {
   int64_t tiny = kp::model_preset("kforge-tiny").parameter_count();
   EXPECT_GT(tiny, 2'000'000);
   EXPECT_LT(tiny, 8'000'000);
+  int64_t small = kp::model_preset("kforge-small").parameter_count();
+  EXPECT_GT(small, 20'000'000) << "tens of millions";
+  EXPECT_LT(small, 40'000'000);
   EXPECT_GT(kp::model_preset("kforge-100m").parameter_count(), 80'000'000);
   EXPECT_LT(kp::model_preset("kforge-100m").parameter_count(), 120'000'000);
   int64_t qwen_half = kp::model_preset("qwen2.5-0.5b-shape").parameter_count();

@@ -5,12 +5,12 @@ import * as api from '../api.js';
 import { h, notice, error_text, page_header, sortable_table, badge, progress_bar, time, link } from '../dom.js';
 
 const POLL_MS = 5000;
-const KINDS = [['', 'any kind'], ['generate', 'generation'], ['train_sft', 'SFT training'], ['train_grpo', 'GRPO training'], ['evaluate', 'evaluation']];
+const KINDS = [['', 'any kind'], ['generate', 'generation'], ['train_sft', 'SFT training'], ['train_grpo', 'GRPO training'], ['train_rft', 'expert iteration'], ['evaluate', 'evaluation']];
 const STATUSES = ['', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'];
 
 export function job_href(job) {
   if (job.kind === 'generate') return `#/generations/${job.id}`;
-  if (job.kind === 'train_sft' || job.kind === 'train_grpo') return `#/training/${job.id}`;
+  if (job.kind === 'train_sft' || job.kind === 'train_grpo' || job.kind === 'train_rft') return `#/training/${job.id}`;
   return null;
 }
 
