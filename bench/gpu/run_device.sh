@@ -13,6 +13,9 @@
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
 #           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
+#   kernelbench  bench/kernelbench/run.py --check on the carried checkout .cache/kernelbench
+#           (KB_TARGET, default triton; KB_LEVELS, default 1,2; KB_JOBS, default 6); rows are
+#           written after every problem, so a call cut off keeps what it checked
 #   jaildiag  which jail layer hides NVIDIA's OpenCL platform from a jailed child: one check
 #           of an honest OpenCL kernel on the GPU per layer left out (KFORGE_SANDBOX_DISABLE)
 #   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
@@ -32,7 +35,7 @@ log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
 # At most 8 files come back from a device call: everything but the summary goes into run.tgz.
 pack() {
   local files
-  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|stages.log|run.tgz)$')
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|kernelbench.json|stages.log|run.tgz)$')
   [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
 }
 trap pack EXIT
@@ -141,6 +144,14 @@ stage_harness() {
   bounded python3 bench/gpu/harness_bench.py --bin build-gpu/bin --out "$OUT/harness.json" ${HARNESS_ARGS:-} 2>&1 | tee "$OUT/harness.log" | tail -10
 }
 
+stage_kernelbench() {
+  bounded python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --check --target "${KB_TARGET:-triton}" \
+    --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
+    --out "$OUT/kernelbench.json" > "$OUT/kernelbench.log" 2>&1
+  local rc=$?
+  log "kernelbench rc=$rc: $(tail -3 "$OUT/kernelbench.log" | tr '\n' ' ')"
+}
+
 stage_jaildiag() {
   local layer
   log "jaildiag: OpenCL loader variables: $(env | grep -E '^(OCL_ICD|OPENCL_VENDOR)' | tr '\n' ' ')"
@@ -179,7 +190,7 @@ stage_summarize() {
 for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
-    test|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
