@@ -88,18 +88,35 @@ struct RawSyscallRun {
   bool built = false;
 };
 
-RawSyscallRun run_raw_syscall_kernel() {
-  RawSyscallRun out;
+// A one-page arena (inputs and outputs memfds, closed with the object) and the launch of a
+// kforge-sandbox kernel_cpu child over it.
+struct PageArena {
   int inputs = ::memfd_create("test-inputs", MFD_CLOEXEC), outputs = ::memfd_create("test-outputs", MFD_CLOEXEC);
   const int64_t page = ::sysconf(_SC_PAGESIZE);
-  EXPECT_EQ(::ftruncate(inputs, page), 0);
-  EXPECT_EQ(::ftruncate(outputs, page), 0);
-  SandboxLaunch launch;
-  launch.argv = {helper_binary_path("kforge-sandbox")};
-  launch.kind = SandboxKind::kernel_cpu;
-  launch.limits.cpu_seconds = 60;
-  launch.arena_inputs_fd = inputs;
-  launch.arena_outputs_fd = outputs;
+  PageArena() {
+    EXPECT_EQ(::ftruncate(inputs, page), 0);
+    EXPECT_EQ(::ftruncate(outputs, page), 0);
+  }
+  ~PageArena() {
+    ::close(inputs);
+    ::close(outputs);
+  }
+  SandboxLaunch launch() const {
+    SandboxLaunch out;
+    out.argv = {helper_binary_path("kforge-sandbox")};
+    out.kind = SandboxKind::kernel_cpu;
+    out.limits.cpu_seconds = 60;
+    out.arena_inputs_fd = inputs;
+    out.arena_outputs_fd = outputs;
+    return out;
+  }
+};
+
+RawSyscallRun run_raw_syscall_kernel() {
+  RawSyscallRun out;
+  PageArena arena;
+  const int64_t page = arena.page;
+  SandboxLaunch launch = arena.launch();
   std::string error;
   auto child = SandboxChild::start(launch, error);
   EXPECT_TRUE(child) << error;
@@ -130,8 +147,6 @@ RawSyscallRun run_raw_syscall_kernel() {
     out.message = "ran: " + reply.dump();
   else
     out.message = result.message;
-  ::close(inputs);
-  ::close(outputs);
   return out;
 }
 
@@ -142,21 +157,13 @@ RawSyscallRun run_raw_syscall_kernel() {
 // gate is held here, the child sends no ready line; once let go, it does.
 TEST(Sandbox, ChildWaitsForTheGpuGateBeforeItInitialisesItsDevice) {
   int gate = ::memfd_create("test-gate", MFD_CLOEXEC);
-  int inputs = ::memfd_create("test-inputs", MFD_CLOEXEC), outputs = ::memfd_create("test-outputs", MFD_CLOEXEC);
   ASSERT_GE(gate, 0);
-  const int64_t page = ::sysconf(_SC_PAGESIZE);
-  ASSERT_EQ(::ftruncate(inputs, page), 0);
-  ASSERT_EQ(::ftruncate(outputs, page), 0);
+  PageArena arena;
   // The timed window's own open of the gate: flock locks belong to an open file description.
   int held = ::open(("/proc/self/fd/" + std::to_string(gate)).c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(held, 0);
   ASSERT_EQ(::flock(held, LOCK_EX), 0);
-  SandboxLaunch launch;
-  launch.argv = {helper_binary_path("kforge-sandbox")};
-  launch.kind = SandboxKind::kernel_cpu;
-  launch.limits.cpu_seconds = 60;
-  launch.arena_inputs_fd = inputs;
-  launch.arena_outputs_fd = outputs;
+  SandboxLaunch launch = arena.launch();
   launch.gpu_gate_fd = gate;
   std::string error;
   auto child = SandboxChild::start(launch, error);
@@ -170,7 +177,7 @@ TEST(Sandbox, ChildWaitsForTheGpuGateBeforeItInitialisesItsDevice) {
   waiter.join();
   EXPECT_TRUE(ready) << error;
   EXPECT_GE(clock_type::now() - started, std::chrono::seconds(4));
-  for (int fd : {held, gate, inputs, outputs}) ::close(fd);
+  for (int fd : {held, gate}) ::close(fd);
 }
 
 TEST(Sandbox, KernelRawSyscallIsKilledByTheFilterNotExecuted) {
