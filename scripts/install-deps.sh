@@ -16,6 +16,7 @@ gpu_worker_packages=(
 packages=(
   "${gpu_worker_packages[@]}"
   libtorch-dev python3-torch
+  libgloo-dev  # c10d gloo headers: data-parallel training (worker/train/distributed.h, train_distributed_test)
   libcpprest-dev
   postgresql postgresql-contrib
   pocl-opencl-icd
