@@ -91,9 +91,7 @@ int check_command(int argc, char** argv) {
         options.spares = std::stoi(value());
         if (options.spares < 1 || options.spares > 8) throw std::invalid_argument("must be 1 to 8");
       } else if (arg == "--spare-policy") {
-        options.spare_policy = value();
-        if (options.spare_policy != "settle" && options.spare_policy != "gate" && options.spare_policy != "overlap")
-          throw std::invalid_argument("is '" + options.spare_policy + "'; use settle, gate or overlap");
+        options.spare_policy = value();  // checked by Checker::create
       } else if (arg.rfind("--", 0) == 0) {
         std::cerr << "kforge-worker check: unknown option " << arg << "\n" << kUsage;
         return 2;

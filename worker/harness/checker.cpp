@@ -479,10 +479,6 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   }
   max_block = device.value("max_work_group", int64_t{1024});
   spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
-  if (spare_policy != "settle" && spare_policy != "gate" && spare_policy != "overlap") {
-    error = "unknown spare policy '" + spare_policy + "' (settle, gate or overlap)";
-    return false;
-  }
   sandboxes->set_depth(options.spares > 0 ? options.spares : (gpu ? 2 : 1));
   environment.sandbox = sandbox_summary(first->jail_report());
   sandboxes->keep(std::move(first));
@@ -572,6 +568,11 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   Impl& impl = *checker->impl_;
   impl.spec = spec;
   impl.options = options;
+  const std::string& policy = options.spare_policy;
+  if (!policy.empty() && policy != "settle" && policy != "gate" && policy != "overlap") {
+    error = "unknown spare policy '" + policy + "' (settle, gate or overlap)";
+    return nullptr;
+  }
   impl.reference = Reference::compile(spec, error);
   if (!impl.reference) {
     error = "the op's reference does not compile: " + error;

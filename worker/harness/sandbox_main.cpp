@@ -101,12 +101,12 @@ struct ChildFailure {
   json reply;
 };
 
-// Holds the GPU gate ($KFORGE_GPU_GATE_FD, sandbox_policy.h) from construction; closes it
+// Holds the GPU gate (kGpuGateEnv names its fd, sandbox_policy.h) from construction; closes it
 // on destruction, which lets it go.
 class GpuGate {
  public:
   GpuGate() {
-    const char* name = std::getenv("KFORGE_GPU_GATE_FD");
+    const char* name = std::getenv(kGpuGateEnv);
     if (!name || !*name) return;
     fd_ = std::atoi(name);
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {

@@ -73,5 +73,6 @@ constexpr int kArenaOutputFd = 5;  //!< output slots (writable memfd)
 //! initialises its device and closes it before reading any command, and the parent holds
 //! it while it times, so a pre-started child never touches the GPU during a measurement.
 constexpr int kGpuGateFd = 6;
+constexpr const char* kGpuGateEnv = "KFORGE_GPU_GATE_FD";  //!< set (to kGpuGateFd) only when a gate is passed
 
 }  // namespace kforge::harness

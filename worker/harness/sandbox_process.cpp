@@ -119,9 +119,6 @@ void apply_prlimits(pid_t pid, const SandboxLimits& limits) {
 
 }  // namespace
 
-constexpr const char* kGateEnv = "KFORGE_GPU_GATE_FD=6";
-static_assert(kGpuGateFd == 6, "kGateEnv names fd 6");
-
 std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpawn& spawn, std::string& error) {
   if (spawn.argv.empty()) {
     error = "SandboxProcess::start_sandboxed: empty argv";
@@ -167,7 +164,8 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpa
                     : -1;
   if (gate_fd >= 0) {
     fds.push_back({gate_fd, kGpuGateFd});
-    envp.insert(envp.end() - 1, const_cast<char*>(kGateEnv));
+    static const std::string gate_env = std::string(kGpuGateEnv) + "=" + std::to_string(kGpuGateFd);
+    envp.insert(envp.end() - 1, const_cast<char*>(gate_env.c_str()));
   }
   pid_t pid = spawn_child(argv, envp.data(), fds, /*new_session=*/true, error);
   if (gate_fd >= 0) ::close(gate_fd);

@@ -65,3 +65,11 @@ TEST(CheckCommand, BadOpAndUsageExitTwoWithAClearMessage) {
   EXPECT_EQ(usage_status, 2);
   EXPECT_NE(usage.find("usage: kforge-worker check"), std::string::npos) << usage;
 }
+
+TEST(CheckCommand, UnknownSparePolicyExitsTwoNamingIt) {
+  auto [status, output] = kforge::run_command({kforge::test::bin_path("kforge-worker"), "check",
+                                               write_temp("op3.json", kOp), write_temp("k3.cl", kSiluMulKernel),
+                                               "--spare-policy", "eager"});
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_NE(output.find("unknown spare policy 'eager' (settle, gate or overlap)"), std::string::npos) << output;
+}
