@@ -199,8 +199,8 @@ class Runner:
             # L2 flush: writing well over the L2 size (at least 256 MB, as triton's do_bench)
             # evicts whatever the last run left there.
             self.flush_buffer = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device=self.device)
-            # GPU cycles to spin before a timed call, so the host's launch overhead (Python,
-            # the guard, Triton's launcher) is queued behind it and never inside the events.
+            # GPU cycles to spin before the flush of a timed call, so the host's launch overhead
+            # (Python, the guard, Triton's launcher) is queued behind them, never inside the events.
             self.sleep_cycles = 200_000  # about 100 us at the 1.5-2 GHz SM clocks of current GPUs
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
@@ -394,9 +394,13 @@ class Runner:
                 block.fill_(0xFF)  # 0xFF bytes: NaN in every float dtype
                 del block
             if self.gpu:
-                self.flush_buffer.zero_()
+                # Spin first, then flush: the host's launch work is queued behind the spin
+                # and the flush, and the flush runs right before the start event, as in
+                # triton's do_bench and GPU MODE's harness (the flush's last writes back to
+                # memory overlap the timed kernel's start in all three).
                 if sleep is not None:
                     sleep(self.sleep_cycles)
+                self.flush_buffer.zero_()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 out = self.call(fn, live, poison=False)
