@@ -204,6 +204,7 @@ class Runner:
             # GPU cycles to spin before the flush of a timed call, so the host's launch overhead
             # (Python, the guard, Triton's launcher) is queued behind them, never inside the events.
             self.sleep_cycles = 200_000  # about 100 us at the 1.5-2 GHz SM clocks of current GPUs
+            self.spin_ms = 0.1
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
         if role == "candidate":
@@ -406,10 +407,19 @@ class Runner:
                 self.flush_buffer.zero_()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
+                host_started = time.perf_counter()
                 out = self.call(fn, live, poison=False)
+                host_ms = ms_since(host_started)
                 end.record()
                 end.synchronize()
                 elapsed = start.elapsed_time(end)
+                # The spin must outlast the host's work for the call (Python, the guard,
+                # the launchers), or that work shows inside the events; a busy host makes
+                # it longer, so the spin follows it (from warm-up on: 2x margin, at most 20 ms).
+                wanted_ms = min(host_ms * 2, 20.0)
+                if sleep is not None and wanted_ms > self.spin_ms:
+                    self.sleep_cycles = int(self.sleep_cycles * wanted_ms / self.spin_ms) + 1
+                    self.spin_ms = wanted_ms
             else:
                 begin = time.perf_counter()
                 out = self.call(fn, live, poison=False)
