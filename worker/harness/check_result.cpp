@@ -151,7 +151,8 @@ std::string CheckResult::to_json() const {
   out["environment"] = environment_to_json(environment);
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
-                      {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms}};
+                      {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms},
+                      {"io", io_ms}};
   // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
   // never an exception.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -198,6 +199,7 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
       out.spare_wait_ms = p.value("spare_wait", 0.0);
       out.child_ms = p.value("child", 0.0);
       out.compare_ms = p.value("compare", 0.0);
+      out.io_ms = p.value("io", 0.0);
     }
     return out;
   } catch (const std::exception&) {

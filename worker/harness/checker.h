@@ -150,6 +150,7 @@ struct CheckResult {
   double spare_wait_ms = 0;    //!< part of overhead: before timing, waiting for the next sandbox to finish starting
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
   double compare_ms = 0;       //!< part of overhead: comparing outputs with the reference in the parent
+  double io_ms = 0;            //!< part of overhead: the child loading inputs, reading outputs back, checking inputs
 
   //! JSON object with every field above.
   std::string to_json() const;

@@ -36,7 +36,8 @@ void nvrtc_check(nvrtcResult status, const char* call, const char* file, int lin
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)             \
   X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree)  \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy)          \
-  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)
+  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)        \
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemAllocHost) X(cuMemFreeHost)
 
 struct Driver {
 #define KFORGE_CU_MEMBER(name) decltype(&::name) name = nullptr;
@@ -88,9 +89,39 @@ std::vector<std::string> split_options(const std::string& options) {
 constexpr int64_t kGuardBytes = 64 * 1024;
 constexpr uint8_t kGuardByte = 0xA5;
 
+// A page-locked host block, grown on demand, that device-to-host read-backs land in at
+// full bus speed (a pageable destination is copied through the driver's own bounce
+// buffers at a fraction of it). Only ever written by the harness's copies, after the
+// candidate's kernels have finished.
+class PinnedStaging {
+ public:
+  PinnedStaging() = default;
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  ~PinnedStaging() { release(); }
+  //! Frees the block (before the context that owns it goes).
+  void release() {
+    if (data_) Driver::get().cuMemFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  //! At least `bytes` page-locked bytes, or nullptr when the host cannot lock that much.
+  uint8_t* get(size_t bytes) {
+    if (bytes <= size_) return static_cast<uint8_t*>(data_);
+    release();
+    if (Driver::get().cuMemAllocHost(&data_, bytes) != CUDA_SUCCESS) return nullptr;
+    size_ = bytes;
+    return static_cast<uint8_t*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 class CudaBuffer : public DeviceBuffer {
  public:
-  explicit CudaBuffer(int64_t bytes) : bytes_(bytes) {
+  CudaBuffer(int64_t bytes, PinnedStaging& staging) : bytes_(bytes), staging_(staging) {
     KFORGE_CU_CHECK(cu().cuMemAlloc(&base_, static_cast<size_t>(bytes + 2 * kGuardBytes)));
     arm_guards();
   }
@@ -110,6 +141,12 @@ class CudaBuffer : public DeviceBuffer {
     if (bytes_ > 0) KFORGE_CU_CHECK(cu().cuMemsetD8(data(), byte, static_cast<size_t>(bytes_)));
     arm_guards();
   }
+  bool matches(const void* expected, int64_t& first_diff) override {
+    uint8_t* now = bytes_ > 0 ? staging_.get(static_cast<size_t>(bytes_)) : nullptr;
+    if (!now) return DeviceBuffer::matches(expected, first_diff);
+    read(now);
+    return same_bytes(now, static_cast<const uint8_t*>(expected), static_cast<size_t>(bytes_), first_diff);
+  }
   bool guards_intact() override {
     std::vector<uint8_t> guard(static_cast<size_t>(kGuardBytes));
     for (CUdeviceptr region : {base_, data() + static_cast<CUdeviceptr>(bytes_)}) {
@@ -126,6 +163,7 @@ class CudaBuffer : public DeviceBuffer {
     KFORGE_CU_CHECK(cu().cuMemsetD8(data() + static_cast<CUdeviceptr>(bytes_), kGuardByte, static_cast<size_t>(kGuardBytes)));
   }
   int64_t bytes_ = 0;
+  PinnedStaging& staging_;
   CUdeviceptr base_ = 0;
 };
 
@@ -185,6 +223,8 @@ class CudaBackend : public KernelBackend {
   }
   ~CudaBackend() override {
     const Driver& cu = Driver::get();
+    for (void* block : registered_) cu.cuMemHostUnregister(block);
+    staging_.release();
     if (module_) cu.cuModuleUnload(module_);
     if (flush_) cu.cuMemFree(flush_);
     if (start_) cu.cuEventDestroy(start_);
@@ -228,7 +268,18 @@ class CudaBackend : public KernelBackend {
     return {true, compiled.log};
   }
 
-  std::unique_ptr<DeviceBuffer> allocate(int64_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
+  std::unique_ptr<DeviceBuffer> allocate(int64_t bytes) override {
+    return std::make_unique<CudaBuffer>(bytes, staging_);
+  }
+
+  // Read-only registration only: the device may then read the block (what a host-to-device
+  // copy needs) but never write it, so a kernel cannot reach the harness's host memory.
+  bool register_host(void* ptr, size_t bytes, bool read_only) override {
+    if (!read_only || bytes == 0 || !attribute(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED)) return false;
+    if (Driver::get().cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_READ_ONLY) != CUDA_SUCCESS) return false;
+    registered_.push_back(ptr);
+    return true;
+  }
 
   std::unique_ptr<BoundPlan> bind(const LaunchPlan& plan, const std::vector<DeviceBuffer*>& buffers) override {
     if (!module_) throw CudaError("bind before a successful build");
@@ -312,6 +363,8 @@ class CudaBackend : public KernelBackend {
   CUevent start_ = nullptr, end_ = nullptr;
   int major_ = 0, minor_ = 0, l2_bytes_ = 0;
   std::map<std::string, std::string> lowered_;
+  std::vector<void*> registered_;  // host blocks page-locked by register_host
+  PinnedStaging staging_;          // read-backs for the inputs-unchanged check
 };
 
 }  // namespace
