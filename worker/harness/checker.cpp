@@ -488,6 +488,11 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
   sandboxes->set_depth(options.spares > 0 ? options.spares : (gpu ? 2 : 1));
   environment.sandbox = sandbox_summary(first->jail_report());
+  // Page-locked inputs make the per-trial copies several times faster (GPU children only).
+  if (gpu)
+    environment.sandbox += first->device().value("pinned_inputs", false)
+                               ? "; arena inputs page-locked"
+                               : "; arena inputs pageable (" + first->device().value("host_pinning", "not pinned") + ")";
   sandboxes->keep(std::move(first));
   return true;
 }

@@ -250,6 +250,7 @@ class CudaBackend : public KernelBackend {
             {"memory_bytes", memory},
             {"sm_clock_khz", attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)},
             {"memory_clock_khz", attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)},
+            {"host_pinning", pin_note_},
             {"target", "cuda"}};
   }
   bool is_cpu() const override { return false; }
@@ -275,9 +276,20 @@ class CudaBackend : public KernelBackend {
   // Read-only registration only: the device may then read the block (what a host-to-device
   // copy needs) but never write it, so a kernel cannot reach the harness's host memory.
   bool register_host(void* ptr, size_t bytes, bool read_only) override {
-    if (!read_only || bytes == 0 || !attribute(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED)) return false;
-    if (Driver::get().cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_READ_ONLY) != CUDA_SUCCESS) return false;
+    if (!read_only || bytes == 0) return false;
+    if (!attribute(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED)) {
+      pin_note_ = "the device cannot map host memory read-only";
+      return false;
+    }
+    CUresult status = Driver::get().cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_READ_ONLY);
+    if (status != CUDA_SUCCESS) {
+      const char* name = nullptr;
+      Driver::get().cuGetErrorName(status, &name);
+      pin_note_ = std::string("cuMemHostRegister: ") + (name ? name : std::to_string(static_cast<int>(status)));
+      return false;
+    }
     registered_.push_back(ptr);
+    pin_note_ = "page-locked, read-only to the device";
     return true;
   }
 
@@ -364,6 +376,7 @@ class CudaBackend : public KernelBackend {
   int major_ = 0, minor_ = 0, l2_bytes_ = 0;
   std::map<std::string, std::string> lowered_;
   std::vector<void*> registered_;  // host blocks page-locked by register_host
+  std::string pin_note_;           // what register_host did, for describe()
   PinnedStaging staging_;          // read-backs for the inputs-unchanged check
 };
 

@@ -179,7 +179,9 @@ class Sandbox {
   }
 
   json ready() const {
-    return {{"ready", true}, {"device", backend_->describe()}, {"pinned_inputs", pinned_inputs_}};
+    json device = backend_->describe();
+    device["pinned_inputs"] = pinned_inputs_;
+    return {{"ready", true}, {"device", device}};
   }
   bool is_cpu() const { return backend_->is_cpu(); }
 

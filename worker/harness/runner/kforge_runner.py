@@ -43,6 +43,7 @@ class Arena:
         self.input_tensor = self.output_tensor = None
         self.input_region = self.output_bytes = -1
         self.pinned = False
+        self.pin_note = "not pinned"
 
     def map_given(self, torch):
         """At start-up, with the jail's two fds: maps both whole (their sizes are the
@@ -85,8 +86,9 @@ class Arena:
             cudart = torch.cuda.cudart()
             status = cudart.cudaHostRegister(self.input_tensor.data_ptr(), self.input_tensor.numel(), 8)
             self.pinned = status == cudart.cudaError.success
-        except Exception:
-            self.pinned = False
+            self.pin_note = "page-locked, read-only to the device" if self.pinned else f"cudaHostRegister: {status}"
+        except Exception as error:
+            self.pinned, self.pin_note = False, short_error(error, 200)
         return self.pinned
 
     def read(self, torch, spec, device):
@@ -213,7 +215,7 @@ class Runner:
     def describe(self):
         torch = self.torch
         info = {"is_cpu": not self.gpu, "torch_version": torch.__version__, "max_work_group": 1024,
-                "pinned_inputs": self.arena.pinned}
+                "pinned_inputs": self.arena.pinned, "host_pinning": self.arena.pin_note}
         try:
             import triton
 
@@ -376,7 +378,8 @@ class Runner:
         # without filling them inside the timed region.
         out_bytes = max(sum(math.prod(o["shape"]) * torch.empty((), dtype=DTYPES[o["dtype"]]).element_size()
                             for o in sets[0]["outputs"]), 1)
-        sleep = getattr(torch.cuda, "_sleep", None) if self.gpu else None
+        # "spin": false drops the spin before the flush (bench/gpu/timing_vs_do_bench.py compares).
+        sleep = getattr(torch.cuda, "_sleep", None) if self.gpu and cmd.get("spin", True) else None
         if cmd.get("mode") == "compile":
             compile_start = time.perf_counter()
             self.call(fn, live)  # the first call compiles; it is never timed
