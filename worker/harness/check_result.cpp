@@ -214,11 +214,13 @@ bool result_is_storable(const CheckResult& result) {
 
 std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
   // Bump the harness version when a change makes earlier verdicts or timings stale (4: issue 14's
-  // rules on the lexed text, unpublished shapes, 64 KiB guards).
-  std::string fingerprint = "harness=4;target=" + options.target + ";trials=" + std::to_string(options.trials) +
+  // rules on the lexed text, unpublished shapes, 64 KiB guards; 5: the CPU eager baseline from a
+  // caching allocator).
+  std::string fingerprint = "harness=5;target=" + options.target + ";trials=" + std::to_string(options.trials) +
                             ";extra=" + std::to_string(options.check_extra_shapes) +
                             ";determinism=" + std::to_string(options.determinism) +
-                            ";time=" + std::to_string(options.time) + ";build=" + options.build_options;
+                            ";time=" + std::to_string(options.time) + ";build=" + options.build_options +
+                            ";baseline_allocator=" + baseline_allocator_name(options.baseline_allocator);
   return result.cache_key + ":" + sha256_hex(fingerprint).substr(0, 16);
 }
 

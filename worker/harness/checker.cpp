@@ -158,6 +158,18 @@ std::string sandbox_summary(const std::string& jail_report) {
   return out + (degraded.empty() ? "" : "; not applied: " + degraded);
 }
 
+// Environment::baseline on a CPU: how eager allocates matters there. libtorch's default CPU
+// allocator is glibc malloc, whose blocks above the mmap threshold (at most 32 MiB) are fresh
+// mappings, page-faulted on every call; the caching allocator (steady_allocator.h) reuses them.
+std::string cpu_baseline_description(int threads, bool caching) {
+  std::string eager = "libtorch eager on the CPU, " + std::to_string(threads) + " threads; outputs allocated by the op on every call";
+  if (caching)
+    return eager + ", from a caching allocator that reuses freed blocks (steady state, as in a long-running "
+                   "PyTorch process: no fresh page faults per call)";
+  return eager + " (libtorch's default CPU allocator, glibc malloc: blocks above the mmap threshold, at most "
+                 "32 MiB, are page-faulted per call)";
+}
+
 // Sets the verdict of a failed stage; returns false so the stage can `return fail(...)`.
 bool fail(CheckResult& result, Outcome outcome, std::string message) {
   result.outcome = outcome;
@@ -469,11 +481,8 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   } else {
     environment.torch_threads = environment.compute_units;
     environment.blas = blas_description();
-    // How eager allocates matters on a CPU: outputs come from glibc malloc on every call, and
-    // blocks above its mmap threshold (at most 32 MiB) are fresh mappings, page-faulted per call.
-    environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) +
-                           " threads; outputs allocated by the op on every call (libtorch's default CPU allocator, "
-                           "glibc malloc: blocks above the mmap threshold, at most 32 MiB, are page-faulted per call)";
+    environment.baseline = cpu_baseline_description(environment.compute_units,
+                                                    options.baseline_allocator == BaselineAllocator::caching);
   }
   max_block = device.value("max_work_group", int64_t{1024});
   spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
@@ -942,6 +951,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   } else {
     TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
     result.baseline = time_baseline();
+    result.environment.baseline = environment.baseline;  // says so if the caching allocator could not be used
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
   if (kernel.median_ms > 0) {
@@ -1089,8 +1099,12 @@ bool Checker::Impl::reply_failed(const json& reply, const std::string& what, Che
 TimingStats Checker::Impl::time_baseline() {
   if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
   std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
-  auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol());
+  auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol(), options.baseline_allocator);
   ++baseline_timings;
+  if (options.baseline_allocator == BaselineAllocator::caching && !timing.caching_allocator)
+    environment.baseline = cpu_baseline_description(environment.compute_units, false) +
+                           "; the caching allocator was asked for, but libtorch kept a CPU allocator set with a "
+                           "higher priority";
   const TimingRecord& record = timing.record;
   TimingStats stats;
   stats.median_ms = record.median_ms;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spec/op_spec.h"
+#include "worker/harness/steady_allocator.h"
 
 namespace kforge::harness {
 
@@ -65,6 +66,9 @@ struct CheckOptions {
   std::string python;                //!< the runner's interpreter (torch + triton); default $KFORGE_PYTHON, else python3
   std::string runner_script;         //!< default: runner/kforge_runner.py next to this executable
   bool compile_baseline = true;      //!< on a GPU, also time torch.compile (default mode) of the op
+  //! On a CPU, where eager's tensors come from while it is timed: caching (freed blocks reused, a
+  //! long-running process's steady state) or default_cpu (glibc malloc, page-faulted per call).
+  BaselineAllocator baseline_allocator = BaselineAllocator::caching;
   //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
   //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
   std::function<bool()> stop_requested;
