@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class DeviceBuffer {
   virtual void fill(uint8_t byte) = 0;
   //! True if both guard regions are intact (no write outside the data).
   virtual bool guards_intact() = 0;
+  //! A keyed 64-bit fingerprint of the data computed on the device (no copy to the host),
+  //! or nullopt where the backend has none (then matches() is the check). With a key the
+  //! candidate never sees, a changed input changes the print: one changed 8-byte word
+  //! always does; several cancel out with probability 2^-64.
+  virtual std::optional<uint64_t> fingerprint(uint64_t /*key*/, uint64_t /*salt*/) { return std::nullopt; }
   //! True if the data equals the bytes()-long host block `expected` (the inputs-unchanged
   //! check); else `first_diff` is the first byte that differs. Reads back through read();
   //! backends with faster paths (CUDA: a pinned staging block) override it.

@@ -77,9 +77,10 @@ class Arena:
         self.output_tensor = torch.frombuffer(self.outputs, dtype=torch.uint8) if self.outputs else None
         self.input_region, self.output_bytes = input_region, total - input_region
 
-    def pin_inputs(self, torch):
+    def pin(self, torch):
         """Page-locks the inputs in place, read-only to the device (cudaHostRegisterReadOnly),
-        so copies to the GPU run at bus speed. Best effort: False leaves them pageable."""
+        and the output slots (writable, for direct copies back), so copies run at bus
+        speed. Best effort: a failure leaves them pageable (pin_note says why)."""
         if self.input_tensor is None:
             return False
         try:
@@ -87,6 +88,8 @@ class Arena:
             status = cudart.cudaHostRegister(self.input_tensor.data_ptr(), self.input_tensor.numel(), 8)
             self.pinned = status == cudart.cudaError.success
             self.pin_note = "page-locked, read-only to the device" if self.pinned else f"cudaHostRegister: {status}"
+            if self.output_tensor is not None:
+                cudart.cudaHostRegister(self.output_tensor.data_ptr(), self.output_tensor.numel(), 0)
         except Exception as error:
             self.pinned, self.pin_note = False, short_error(error, 200)
         return self.pinned
@@ -189,7 +192,7 @@ class Runner:
         # The arena mapped (and on a GPU its inputs page-locked) during start-up, which a
         # pre-started runner does before its candidate arrives.
         if self.arena.map_given(torch) and self.gpu:
-            self.arena.pin_inputs(torch)
+            self.arena.pin(torch)
         self.forward = None
         self.compiled = None
         self.guard_cls = self.counter = None
