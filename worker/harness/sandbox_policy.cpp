@@ -5,6 +5,7 @@
 #include "worker/harness/sandbox_policy.h"
 
 #include <glob.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,22 @@ std::vector<std::string> child_env(const SandboxPolicy& policy, SandboxKind kind
   return out;
 }
 
+// The folders of every shared library this process has loaded. The probe links the same
+// libtorch as the worker; where that lives outside the system folders (pip's torch under a
+// venv or /opt on a GPU host), the probe's view needs it or the loader finds nothing.
+std::vector<std::string> loaded_library_dirs() {
+  std::vector<std::string> dirs;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (!name.empty() && name[0] == '/') static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &dirs);
+  for (auto& path : dirs) path = dir_of(real_path(path));
+  return dirs;
+}
+
 // An interpreter's prefixes and sys.path (site-packages, .pth paths), asked once.
 std::vector<std::string> python_paths(const std::string& python) {
   static std::mutex mutex;
@@ -220,6 +237,8 @@ SandboxPolicy make_sandbox_policy(SandboxKind kind, const std::vector<std::strin
     for (const auto& path : python_paths(argv[0])) extra.push_back(path);
   }
   for (const auto& dir : split(env_or("LD_LIBRARY_PATH", ""), ':')) extra.push_back(real_path(dir));
+  if (kind == SandboxKind::probe)
+    for (const auto& dir : loaded_library_dirs()) extra.push_back(dir);
   for (const auto& dir : split(env_or("KFORGE_SANDBOX_READ_ONLY", ""), ':')) extra.push_back(real_path(dir));
   // The ICD files the loader is pointed at, and the folders they sit in (OCL_ICD_VENDORS
   // is a folder or a file; OCL_ICD_FILENAMES a list of libraries).
