@@ -115,6 +115,16 @@ std::vector<std::string> child_env(const SandboxPolicy& policy, SandboxKind kind
     env["HOME"] = env_or("HOME", "/tmp");
   }
   if (kind == SandboxKind::kernel_cpu && !env.count("POCL_AFFINITY")) env["POCL_AFFINITY"] = "1";
+  // A CPU child runs PoCL only: the loader is not pointed at other vendors' libraries (on the
+  // H100 host OCL_ICD_FILENAMES also names libnvidia-opencl.so.1, which a child without the
+  // GPU's devices and seccomp allowances should never load).
+  if (kind == SandboxKind::kernel_cpu && env.count("OCL_ICD_FILENAMES")) {
+    std::string pocl_only;
+    for (const auto& library : split(env["OCL_ICD_FILENAMES"], ':'))
+      if (library.find("pocl") != std::string::npos) pocl_only += (pocl_only.empty() ? "" : ":") + library;
+    if (pocl_only.empty()) env.erase("OCL_ICD_FILENAMES");
+    else env["OCL_ICD_FILENAMES"] = pocl_only;
+  }
   if (kind == SandboxKind::python) {
     env["PYTHONDONTWRITEBYTECODE"] = "1";
     if (private_tmp) {

@@ -252,6 +252,20 @@ TEST(Sandbox, GpuChildSeesTheIcdFolderTheLoaderIsPointedAt) {
   std::filesystem::remove_all(folder);
 }
 
+// The H100 host points the ICD loader at PoCL and NVIDIA through OCL_ICD_FILENAMES: a GPU
+// child gets both, a CPU child PoCL alone (it never loads another vendor's library).
+TEST(Sandbox, CpuChildIsPointedAtPoclAloneGpuChildAtEveryVendor) {
+  ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"OCL_ICD_FILENAMES", "libpocl.so.2:libnvidia-opencl.so.1"}});
+  for (auto [kind, expected] : {std::pair{SandboxKind::kernel_cpu, "icd=libpocl.so.2;"},
+                                std::pair{SandboxKind::kernel_gpu, "icd=libpocl.so.2:libnvidia-opencl.so.1;"}}) {
+    auto child = run_to_end({"/bin/sh", "-c", "echo \"icd=$OCL_ICD_FILENAMES;\""}, kind);
+    ASSERT_TRUE(child);
+    std::string out = child->stdout_tail(1 << 16);
+    EXPECT_NE(out.find(expected), std::string::npos) << out;
+  }
+}
+
 // The probe links libtorch; on a GPU host pip's torch lives outside the system folders
 // (a venv, /opt), and the probe's view must hold the folder the worker loaded it from.
 TEST(Sandbox, ProbeSeesTheFoldersOfTheLibrariesTheWorkerLoaded) {
