@@ -42,8 +42,10 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
                                                 int64_t model_id, int count, uint64_t seed);
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`
-//! and finds model files as `fetch` says (model_files.h).
+//! and finds model files as `fetch` says (model_files.h). The worker's children come from one
+//! harness::ChildPool ($KFORGE_CHILD_POOL per kind, default 2; 0: none), warmed at once for
+//! the targets `capabilities` (target:triton, device:gpu...) say this worker claims.
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
-                           const ModelFetchOptions& fetch = {});
+                           const ModelFetchOptions& fetch = {}, const std::vector<std::string>& capabilities = {});
 
 }  // namespace kforge::jobs
