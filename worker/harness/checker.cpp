@@ -320,7 +320,8 @@ struct Checker::Impl {
                      CheckResult& result) const;
   void time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result);
   bool timed_outputs_match(CheckResult& result) const;
-  TimingStats time_baseline();
+  bool baseline_reusable(bool busy_now) const;
+  TimingStats time_baseline(bool busy_now);
   bool time_gpu_baselines(CheckResult& result);
   TimingProtocol timing_protocol() const;
   json timing_knobs() const;
@@ -1157,8 +1158,10 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   } else {
     auto eager_started = clock_type::now();
     TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
-    const bool reused = baseline && (!baseline->disturbed || baseline_timings >= 3);
-    result.baseline = time_baseline();
+    // A kernel window others disturbed says the machine is busy now: a disturbed baseline is
+    // not re-taken then (it would be disturbed again), only on a later, quieter check.
+    const bool reused = baseline_reusable(kernel.disturbed);
+    result.baseline = time_baseline(kernel.disturbed);
     if (!reused) result.time_eager_ms = ms_between(eager_started, clock_type::now());
     result.environment.baseline = environment.baseline;  // says so if the caching allocator could not be used
   }
@@ -1315,9 +1318,15 @@ bool Checker::Impl::reply_failed(const json& reply, const std::string& what, Che
 }
 
 // The eager baseline is timed once per op and reused; a disturbed measurement (the
-// machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest.
-TimingStats Checker::Impl::time_baseline() {
-  if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
+// machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest, but
+// only when the check's own kernel window was quiet (`busy_now` false): under sustained load
+// every re-take is disturbed too and costs seconds per candidate for nothing.
+bool Checker::Impl::baseline_reusable(bool busy_now) const {
+  return baseline && (!baseline->disturbed || baseline_timings >= 3 || busy_now);
+}
+
+TimingStats Checker::Impl::time_baseline(bool busy_now) {
+  if (baseline_reusable(busy_now)) return *baseline;
   std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
   auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol(), options.baseline_allocator);
   ++baseline_timings;

@@ -2,7 +2,8 @@
 // on PoCL and the Python runner (reference role, the GPU path run on the CPU). A Checker takes
 // warm children, gives them its arena and checks with them; each take starts a replacement; a
 // pooled child killed while it waits is dropped, never handed out; where a Checker's set-up and
-// a check's timing went adds up. Test: ctest -R harness_child_pool.
+// a check's timing went adds up; a disturbed eager baseline is not re-taken while the machine is
+// busy. Test: ctest -R harness_child_pool.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -233,6 +234,31 @@ TEST(ChildPool, SetupAndTimingPhasesAddUp) {
   auto parsed = nlohmann::json::parse(first.to_json())["phases_ms"];
   EXPECT_DOUBLE_EQ(parsed["time_kernel"].get<double>(), first.time_kernel_ms);
   EXPECT_DOUBLE_EQ(parsed["time_eager"].get<double>(), first.time_eager_ms);
+}
+
+// A disturbed eager baseline is re-taken on a later check only when that check's kernel window
+// was quiet: with every window counted as disturbed (max_contention below any reading), the
+// first check times eager and the next ones reuse it instead of paying for it again.
+TEST(ChildPool, DisturbedBaselineIsNotReTakenWhileTheMachineIsBusy) {
+  REQUIRE_OPENCL();
+  CheckOptions options = fast_options();
+  options.device = "cpu";
+  options.time = true;
+  options.max_contention = -1;  // every window is "disturbed"
+  options.timing_attempts = 1;
+  std::string error;
+  auto checker = Checker::create(silu_mul_op(), options, error);
+  ASSERT_TRUE(checker) << error;
+  auto first = checker->check(kSiluMulKernel);
+  ASSERT_EQ(first.outcome, Outcome::correct) << first.message;
+  ASSERT_TRUE(first.baseline && first.baseline->disturbed && first.kernel->disturbed) << first.to_json();
+  EXPECT_GT(first.time_eager_ms, 0);
+  std::string other = kSiluMulKernel;
+  other.replace(other.find("256) block=256"), 14, "128) block=128");  // the same kernel, another program
+  auto second = checker->check(other);
+  ASSERT_EQ(second.outcome, Outcome::correct) << second.message;
+  EXPECT_EQ(second.time_eager_ms, 0) << "the kernel's own window was disturbed: the baseline is not re-taken now";
+  EXPECT_DOUBLE_EQ(second.baseline->median_ms, first.baseline->median_ms);
 }
 
 }  // namespace
