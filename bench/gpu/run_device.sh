@@ -85,7 +85,8 @@ stage_check() {
 }
 
 stage_timing() {
-  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
+  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py \
+    --worker build-gpu/bin/kforge-worker --out "$OUT/timing.json" \
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 

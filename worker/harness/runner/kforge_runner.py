@@ -368,8 +368,9 @@ class Runner:
     def time(self, cmd):
         """Times fn over verified input sets: before every run the set's inputs are copied
         into the same device tensors (so results cached by address go stale) and L2 is
-        flushed; CUDA events bracket the call. The last outputs of every set go back to
-        the arena so the parent can check what was timed."""
+        flushed; CUDA events bracket the call; on a GPU runs are queued in batches and
+        synchronised once per batch. The last outputs of every set go back to the arena so
+        the parent can check what was timed."""
         torch = self.torch
         self.arena.map(torch, int(cmd["input_region"]), int(cmd["arena_bytes"]))
         fn = self.function(cmd.get("mode", "eager"))
@@ -392,7 +393,13 @@ class Runner:
         else:
             compile_ms = 0.0
 
-        def one_run(run_idx):
+        # On a GPU the timed runs are queued back to back and synchronised once per batch,
+        # as triton's do_bench does; "dense": false synchronises after every run instead
+        # (bench/gpu/timing_vs_do_bench.py compares the two).
+        batch = max(1, int(cmd.get("batch", 16))) if self.gpu and cmd.get("dense", True) else 1
+
+        def enqueue(run_idx):
+            """Queues one timed run; returns a function that gives its time once it is done."""
             set_idx = run_idx % len(sets)
             for dst, src in zip(live, pristine[set_idx]):
                 dst.copy_(src)
@@ -400,35 +407,41 @@ class Runner:
                 block = torch.empty(out_bytes, dtype=torch.uint8, device=self.device)
                 block.fill_(0xFF)  # 0xFF bytes: NaN in every float dtype
                 del block
-            if self.gpu:
-                # Spin first, then flush: the host's launch work is queued behind the spin
-                # and the flush, and the flush runs right before the start event, as in
-                # triton's do_bench and GPU MODE's harness (the flush's last writes back to
-                # memory overlap the timed kernel's start in all three).
-                if sleep is not None:
-                    sleep(self.sleep_cycles)
-                self.flush_buffer.zero_()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                host_started = time.perf_counter()
-                out = self.call(fn, live, poison=False)
-                host_ms = ms_since(host_started)
-                end.record()
-                end.synchronize()
-                elapsed = start.elapsed_time(end)
-                # The spin must outlast the host's work for the call (Python, the guard,
-                # the launchers), or that work shows inside the events; a busy host makes
-                # it longer, so the spin follows it (from warm-up on: 2x margin, at most 20 ms).
-                wanted_ms = min(host_ms * 2, 20.0)
-                if sleep is not None and wanted_ms > self.spin_ms:
-                    self.sleep_cycles = int(self.sleep_cycles * wanted_ms / self.spin_ms) + 1
-                    self.spin_ms = wanted_ms
-            else:
+            if not self.gpu:
                 begin = time.perf_counter()
-                out = self.call(fn, live, poison=False)
+                last[set_idx] = self.call(fn, live, poison=False)
                 elapsed = ms_since(begin)
-            last[set_idx] = out
-            return elapsed
+                return lambda: elapsed
+            # Spin first, then flush: the host's launch work is queued behind the spin
+            # and the flush, and the flush runs right before the start event, as in
+            # triton's do_bench and GPU MODE's harness (the flush's last writes back to
+            # memory overlap the timed kernel's start in all three).
+            if sleep is not None:
+                sleep(self.sleep_cycles)
+            self.flush_buffer.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            host_started = time.perf_counter()
+            last[set_idx] = self.call(fn, live, poison=False)
+            host_ms = ms_since(host_started)
+            end.record()
+            # The spin must outlast the host's work for the call (Python, the guard, the
+            # launchers), or that work shows inside the events; a busy host makes it
+            # longer, so the spin follows it (from warm-up on: 2x margin, at most 20 ms).
+            wanted_ms = min(host_ms * 2, 20.0)
+            if sleep is not None and wanted_ms > self.spin_ms:
+                self.sleep_cycles = int(self.sleep_cycles * wanted_ms / self.spin_ms) + 1
+                self.spin_ms = wanted_ms
+            return lambda: start.elapsed_time(end)
+
+        done = []
+
+        def one_run(run_idx):
+            if not done:
+                pending = [enqueue(run_idx + k) for k in range(batch)]
+                self.sync()
+                done.extend(elapsed() for elapsed in pending)
+            return done.pop(0)
 
         protocol = Protocol(cmd)
         if self.gpu:
@@ -436,7 +449,8 @@ class Runner:
         record = run_protocol(one_run, protocol, block=max(3, len(sets)))
         for set_idx, s in enumerate(sets):
             if last[set_idx] is None:
-                one_run(set_idx)
+                enqueue(set_idx)
+                self.sync()
             outputs = self.check_outputs(last[set_idx], s["outputs"])
             for spec, tensor in zip(s["outputs"], outputs):
                 self.arena.write(torch, spec, tensor)
