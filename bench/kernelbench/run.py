@@ -213,6 +213,15 @@ def environment(args):
     return env
 
 
+def default_python():
+    """This python when it can import torch (a GPU host's venv), else Debian's python3."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None or not os.path.exists("/usr/bin/python3"):
+        return sys.executable
+    return "/usr/bin/python3"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernelbench", required=True, help="KernelBench checkout (holds KernelBench/level1...)")
@@ -230,8 +239,9 @@ def main(argv=None):
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows already in --out and replace only the selected problems' rows")
     parser.add_argument("--jobs", type=int, default=1, help="problems imported (and checked) side by side")
-    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
-                        help="a python with torch for the importer")
+    parser.add_argument("--python", default=default_python(),
+                        help="a python with torch for the importer (default: this python if it has torch, "
+                             "else /usr/bin/python3)")
     parser.add_argument("--import-memory-gib", type=int, default=8, help="address-space limit of one import")
     parser.add_argument("--import-timeout", type=int, default=300)
     parser.add_argument("--check-timeout", type=int, default=900)
