@@ -7,6 +7,7 @@
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
+#           (TIMING_ARGS: its extra flags; default --worker build-gpu/bin/kforge-worker, the CUDA case)
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
 #           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
@@ -86,7 +87,7 @@ stage_check() {
 
 stage_timing() {
   bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py \
-    --worker build-gpu/bin/kforge-worker --out "$OUT/timing.json" \
+    ${TIMING_ARGS---worker build-gpu/bin/kforge-worker} --out "$OUT/timing.json" \
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 
