@@ -113,6 +113,7 @@ ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const Row
                                         PatternMap& patterns, int* counter) {
   ExprEmitter e = expr(width, counter);
   e.red_len = layout.len;
+  e.dim = [&k](const Dim& d) { return k.dim(d); };
   e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
   e.hoist = [&patterns](int id) {
     Pattern p = patterns.of(id);
@@ -295,9 +296,7 @@ std::string ProgramEmitter::column_vectors(const Stage& stage, Kernel& k, Patter
 // Two passes over everything: `partials` work-groups each reduce a grid-stride slice
 // into scratch, then one work-group combines the partials and applies the epilogue.
 std::string ProgramEmitter::reduce_full(const Stage& stage, const std::string& name, std::string& err) {
-  std::vector<int> reduces;
-  for (int id = 0; id <= stage.root; ++id)
-    if (g_.nodes[id].kind == NodeKind::reduce && !is_buffer_leaf(id, stage.root)) reduces.push_back(id);
+  const std::vector<int> reduces = region_reductions(stage);
   if (reduces.size() != 1) {
     err = "a full reduction region must hold exactly one reduction";
     return "";
