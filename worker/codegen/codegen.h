@@ -51,6 +51,8 @@ struct Schedule {
   int stages = 3;     //!< triton: num_stages (software pipelining of matmul loads)
   int block_m = 64, block_n = 64, block_k = 32;  //!< triton matmul tile
   int group_m = 8;    //!< triton matmul: rows of tiles per program group (L2 reuse swizzle)
+  int window_gemm = 1;  //!< triton convs: 1 = implicit GEMM on block_m x block_n x block_k tl.dot tiles
+                        //!< (when C_out / groups >= 8), 0 = BLOCK outputs per program, one window walk each
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

@@ -175,6 +175,7 @@ std::string Schedule::label() const {
       group_m != defaults.group_m)
     s += ".mm" + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) + ".g" +
          std::to_string(group_m);
+  if (window_gemm != defaults.window_gemm) s += ".direct";
   return s;
 }
 

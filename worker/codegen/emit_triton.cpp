@@ -25,7 +25,7 @@ const std::set<std::string> kReservedPy = {
     "ci", "grp", "cog", "cnt"};
 
 std::string py_param_name(const std::string& name) {
-  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|(xoff|woff|kd|ix|ok|t)\d+|.*_size\d+|[A-Z_]+)");
+  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|(xoff|woff|kd|ix|ok|t|o)\d+|.*_size\d+|[A-Z_]+)");
   if (kReservedPy.count(name) || std::regex_match(name, generated) || name.empty() || name[0] == '_')
     return "in_" + (name.empty() || name[0] != '_' ? name : name.substr(name.find_first_not_of('_')));
   return name;
@@ -277,6 +277,7 @@ std::string TritonEmitter::coordinate_lines(TritonKernel& k, const Shape& out_sh
 // x) into `acc`, then the fused epilogue and the store.
 void TritonEmitter::window(const Stage& stage, const std::string& name, std::string& err) {
   const Node& node = g_.nodes[stage.anchor];
+  if (conv_as_gemm(node)) return conv_gemm(stage, name, err);
   TritonKernel k = kernel(name);
   const Shape& out_shape = g_.nodes[stage.root].shape;
   const int rank = static_cast<int>(out_shape.size());

@@ -2,7 +2,8 @@
 // stages as the C targets) into a kforge `triton` program, a Python module whose
 // forward(*inputs) allocates the output and scratch and launches one @triton.jit kernel
 // per stage. Pointwise, scan, arg_reduce and window (conv, pooling): emit_triton.cpp; row and full reductions:
-// emit_triton_reduce.cpp; matmul with its fused epilogue: emit_triton_matmul.cpp.
+// emit_triton_reduce.cpp; matmul with its fused epilogue: emit_triton_matmul.cpp; convs as
+// an implicit GEMM: emit_triton_conv.cpp.
 // Test: ctest -R 'codegen_(lower|triton)'.
 #pragma once
 
@@ -92,6 +93,9 @@ class TritonEmitter : public StageBuffers {
   void scan(const Stage& stage, const std::string& name, std::string& err);
   void arg_reduce(const Stage& stage, const std::string& name, std::string& err);
   void window(const Stage& stage, const std::string& name, std::string& err);
+  // emit_triton_conv.cpp
+  bool conv_as_gemm(const Node& node) const;
+  void conv_gemm(const Stage& stage, const std::string& name, std::string& err);
   // emit_triton_reduce.cpp
   void reduce_rows(const Stage& stage, const std::string& name, std::string& err);
   void reduce_full(const Stage& stage, const std::string& name, std::string& err);

@@ -153,14 +153,16 @@ std::string materialize_boundaries(const Graph& g, int output, std::set<int>& ma
 bool reduce_stage(const Graph& g, const std::set<int>& materialized, const std::vector<int>& reduces, Stage& stage,
                   std::set<int>& split, std::string& why) {
   const Node& last = g.nodes[reduces.back()];
-  stage.reduce_axes = last.axes;
-  stage.reduce_shape = g.nodes[last.args[0]].shape;
-  size_t before = split.size();
+  const size_t before = split.size();
+  int reference = -1;  // the first reduction that agrees with the last names the reduced sizes
   for (int id : reduces) {
     const Node& r = g.nodes[id];
-    if (r.axes != stage.reduce_axes || !same_values(g.nodes[r.args[0]].shape, stage.reduce_shape)) split.insert(id);
+    if (r.axes != last.axes || !same_values(g.nodes[r.args[0]].shape, g.nodes[last.args[0]].shape)) split.insert(id);
+    else if (reference < 0) reference = id;
   }
   if (split.size() > before) return false;
+  stage.reduce_axes = last.axes;
+  stage.reduce_shape = g.nodes[g.nodes[reference].args[0]].shape;
   const int rank = static_cast<int>(stage.reduce_shape.size());
   if (static_cast<int>(stage.reduce_axes.size()) == rank || rank == 1) {
     stage.kind = StageKind::reduce_full;

@@ -14,6 +14,7 @@ namespace {
 // Which stage kinds an op has.
 struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
+  bool conv_gemm = false;  // a conv with enough output channels per group for tl.dot tiles (triton)
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   explicit StageKinds(const Analysis& analysis) {
@@ -24,6 +25,10 @@ struct StageKinds {
       full |= stage.kind == StageKind::reduce_full;
       matmul |= stage.kind == StageKind::matmul;
       window |= stage.kind == StageKind::window;
+      if (stage.kind == StageKind::window) {
+        const Node& node = g.nodes[stage.anchor];
+        conv_gemm |= node.window.op == "conv" && g.nodes[node.args[1]].shape[0].value / node.window.groups >= 8;
+      }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
       if (stage.kind == StageKind::reduce_rows) {
@@ -187,10 +192,25 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       add(512, 1, 4);
       add(256, 1, 2);
     } else if (kinds.window) {
-      // BLOCK outputs per program, each walking its window.
+      // Convs: implicit-GEMM tiles (block_m positions x block_n channels, block_k of the
+      // reduction per tl.dot) first; then BLOCK outputs per program, each walking its window.
+      if (kinds.conv_gemm)
+        for (auto [bm, bn, bk, warps] : std::vector<std::tuple<int, int, int, int>>{
+                 {64, 64, 32, 4}, {128, 64, 32, 8}, {32, 32, 32, 4}}) {
+          Schedule s = base;
+          s.block_m = bm;
+          s.block_n = bn;
+          s.block_k = bk;
+          s.warps = warps;
+          s.block = 256;
+          variants.push_back(s);
+        }
+      const size_t direct = variants.size();
       add(256, 1, 4);
       add(1024, 1, 8);
       add(128, 1, 4);
+      if (kinds.conv_gemm)
+        for (size_t idx = direct; idx < variants.size(); ++idx) variants[idx].window_gemm = 0;
     } else if (kinds.scan) {
       // Last dim: (chunk, lines per program); other dims: (adjacent lines per program, steps per chunk).
       if (kinds.last_dim) {

@@ -330,3 +330,24 @@ TEST(CodegenLower, WindowRefusalsSayWhy) {
     EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.body << ": " << analysis.unsupported;
   }
 }
+
+TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
+  auto wide = codegen::analyze(kforge::testing::window_op("conv2d_grouped_wide"));  // 16 outputs, 2 groups
+  ASSERT_TRUE(wide.ok()) << wide.unsupported;
+  auto space = codegen::schedule_space(wide, codegen::Target::triton);
+  ASSERT_GE(space.size(), 2u);
+  auto gemm = codegen::emit_program(wide, space.front(), codegen::Target::triton);
+  ASSERT_TRUE(gemm.ok()) << gemm.unsupported;
+  EXPECT_TRUE(contains(gemm.program, "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")")) << gemm.program;
+  EXPECT_TRUE(contains(gemm.program, "grp = tl.program_id(1)")) << "one grid column per group\n" << gemm.program;
+  auto direct = codegen::emit_program(wide, space.back(), codegen::Target::triton);
+  ASSERT_TRUE(direct.ok()) << direct.unsupported;
+  EXPECT_FALSE(contains(direct.program, "tl.dot")) << direct.program;
+  EXPECT_TRUE(contains(space.back().label(), ".direct")) << space.back().label();
+  // Depthwise: one output channel per group would leave a tl.dot tile mostly masked.
+  auto depthwise = codegen::analyze(kforge::testing::window_op("conv2d_depthwise"));
+  auto dw = codegen::emit_program(depthwise, codegen::schedule_space(depthwise, codegen::Target::triton).front(),
+                                  codegen::Target::triton);
+  ASSERT_TRUE(dw.ok()) << dw.unsupported;
+  EXPECT_FALSE(contains(dw.program, "tl.dot")) << dw.program;
+}

@@ -5,7 +5,8 @@
 // every op through the harness Checker
 // on PoCL (opencl: sandboxed child, seeded + secret-seed trials, odd extra shapes), every cuda
 // schedule through the harness's format, rules, launch plan and NVRTC for sm_90, and the
-// first triton schedule through the Checker in Triton's CPU interpreter. A conv kernel with
+// first and last triton schedules (implicit GEMM, direct) through the Checker in Triton's
+// CPU interpreter. A conv kernel with
 // its padding dropped must fail. Run: ctest -R codegen_window (minutes).
 #include <gtest/gtest.h>
 
@@ -32,7 +33,7 @@ harness::CheckOptions untimed_options() {
 TEST(CodegenWindow, EveryOpIsCheckerCorrectOnPocl) {
   if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
   const auto files = kforge::testing::window_op_files();
-  ASSERT_GE(files.size(), 22u);
+  ASSERT_GE(files.size(), 26u);
   for (const auto& path : files) {
     auto spec = kforge::testing::load_op_file(path);
     auto analysis = codegen::analyze(spec);
@@ -107,10 +108,16 @@ TEST(CodegenWindow, TritonProgramsAreCorrectInTheInterpreter) {
     std::string error;
     auto checker = harness::Checker::create(spec, options, error);
     ASSERT_TRUE(checker) << path.stem() << ": " << error;
-    auto gen = codegen::emit_program(analysis, space.front(), codegen::Target::triton);
-    ASSERT_TRUE(gen.ok()) << path.stem() << ": " << gen.unsupported;
-    auto result = checker->check(gen.program);
-    EXPECT_EQ(result.outcome, harness::Outcome::correct)
-        << path.stem() << " " << space.front().label() << ": " << result.message << "\n" << gen.program;
+    // The first schedule (an implicit GEMM for convs with many channels per group) and the
+    // last (BLOCK outputs per program, each walking its window).
+    std::vector<codegen::Schedule> picks = {space.front()};
+    if (space.size() > 1) picks.push_back(space.back());
+    for (const auto& schedule : picks) {
+      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::triton);
+      ASSERT_TRUE(gen.ok()) << path.stem() << ": " << gen.unsupported;
+      auto result = checker->check(gen.program);
+      EXPECT_EQ(result.outcome, harness::Outcome::correct)
+          << path.stem() << " " << schedule.label() << ": " << result.message << "\n" << gen.program;
+    }
   }
 }
