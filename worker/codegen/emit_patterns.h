@@ -83,6 +83,23 @@ struct PatternMap {
     return true;
   }
 
+  // The stage's output is stored where its pattern says (full: at the reduced tensor's
+  // offsets, group: one value per row, in row order): its own shape must lay out the same
+  // way (not, say, [1, C, N, 1] from a per-row [N, 1] plus a [1, C, 1, 1] bias).
+  void check_output(int root) {
+    const Pattern p = of(root);
+    const Shape& shape = g.nodes[root].shape;
+    const Pattern layout = leaf(shape);
+    int64_t reduced = 1;
+    for (int axis : stage.reduce_axes) reduced *= stage.reduce_shape[axis].value;
+    const int64_t count = p == Pattern::full    ? numel_value(stage.reduce_shape)
+                          : p == Pattern::group ? numel_value(stage.reduce_shape) / reduced
+                          : p == Pattern::lane  ? reduced
+                                                : 1;
+    if (layout != p && !(layout == Pattern::scalar && count == 1) && error.empty())
+      error = "the output's shape does not line up with the reduced tensor";
+  }
+
   Pattern of(int id) {
     auto it = memo.find(id);
     if (it != memo.end()) return it->second;

@@ -178,7 +178,7 @@ bool reduce_stage(const Graph& g, const std::set<int>& materialized, const std::
     const NodeKind kind = g.nodes[id].kind;
     return id != stage.root && (kind == NodeKind::input || kind == NodeKind::reshape || materialized.count(id) > 0);
   }, {}, ""};
-  patterns.of(stage.root);
+  patterns.check_output(stage.root);
   for (int id : reduces) patterns.of(g.nodes[id].args[0]);
   if (patterns.error.empty()) return true;
   for (int id : reduces)
