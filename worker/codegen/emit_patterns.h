@@ -96,8 +96,9 @@ struct PatternMap {
                           : p == Pattern::group ? numel_value(stage.reduce_shape) / reduced
                           : p == Pattern::lane  ? reduced
                                                 : 1;
-    if (layout != p && !(layout == Pattern::scalar && count == 1) && error.empty())
-      error = "the output's shape does not line up with the reduced tensor";
+    // Over reduced dims of size 1, full and per-row offsets coincide.
+    const bool same = layout == p || (numel_value(shape) == count && (reduced == 1 || layout == Pattern::scalar));
+    if (!same && error.empty()) error = "the output's shape does not line up with the reduced tensor";
   }
 
   Pattern of(int id) {
