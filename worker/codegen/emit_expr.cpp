@@ -179,9 +179,17 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
   };
   auto f = [&](int idx) { return as_float(arg(idx)); };
   const bool triton = target_ == Target::triton;
-  if (node.kind == NodeKind::unary) return triton ? unary_triton(node, f(0)) : unary_c(node, f(0));
+  // Evaluating an operand may visit a hoisted node: helper lines of this node (gelu's erf)
+  // go to this node's scope.
+  const bool outer = hoist && hoist(id);
+  if (node.kind == NodeKind::unary) {
+    std::string a = f(0);
+    current_outer_ = outer;
+    return triton ? unary_triton(node, a) : unary_c(node, a);
+  }
   if (node.kind == NodeKind::binary) {
     std::string a = f(0), b = f(1);
+    current_outer_ = outer;
     return triton ? binary_triton(node, a, b, boolean) : binary_c(node, a, b, boolean);
   }
   if (node.kind == NodeKind::gather || node.kind == NodeKind::concat) return remap(node, coords);

@@ -20,7 +20,9 @@ const std::set<std::string> kReserved = {
     "new", "delete", "class", "template", "this", "auto", "register", "namespace", "operator", "friend", "virtual",
     "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "q0", "lane", "warp", "o",
     // window kernels (emit_window.cpp), besides the numbered xoffN, woffN, kdN, ixN, tN
-    "ci", "grp", "cog", "cnt", "xv"};
+    "ci", "grp", "cog", "cnt", "xv",
+    // blocked row sums (emit_reduce.cpp)
+    "rb", "rend", "part"};
 
 // xoff0, kd1, t2...: the window loops' numbered locals.
 bool window_local(const std::string& name) {
