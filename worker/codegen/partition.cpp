@@ -147,9 +147,10 @@ std::string materialize_boundaries(const Graph& g, int output, std::set<int>& ma
 
 // The stage kind of a region whose reductions agree on one reduced shape, or "" and the
 // reductions to give their own stages (`split`) first: those over other dims or shapes
-// than the region's last reduction, all but the last of a full reduction, and all of
-// them when an operand does not line up with the reduced tensor (an epilogue broadcast
-// to other dims, a per-channel weight). `why` says what stays unsupported.
+// than the region's last reduction, all but the last of a full reduction (and that one
+// too when the epilogue outputs more than one value), and all of them when an operand
+// does not line up with the reduced tensor (an epilogue broadcast to other dims, a
+// per-channel weight). `why` says what stays unsupported.
 bool reduce_stage(const Graph& g, const std::set<int>& materialized, const std::vector<int>& reduces, Stage& stage,
                   std::set<int>& split, std::string& why) {
   const Node& last = g.nodes[reduces.back()];
@@ -165,8 +166,10 @@ bool reduce_stage(const Graph& g, const std::set<int>& materialized, const std::
   stage.reduce_shape = g.nodes[g.nodes[reference].args[0]].shape;
   const int rank = static_cast<int>(stage.reduce_shape.size());
   if (static_cast<int>(stage.reduce_axes.size()) == rank || rank == 1) {
+    // The final kernel writes one value: an epilogue over more (x / norm(x)) runs apart.
     stage.kind = StageKind::reduce_full;
     split.insert(reduces.begin(), reduces.end() - 1);
+    if (numel_value(g.nodes[stage.root].shape) != 1) split.insert(reduces.back());
     return split.size() == before;
   }
   if (stage.reduce_axes.size() != 1) {

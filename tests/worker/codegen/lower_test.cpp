@@ -279,7 +279,7 @@ std::vector<int64_t> output_sizes(const codegen::Analysis& analysis) {
 }  // namespace
 
 TEST(CodegenLower, ConvWithItsEpilogueIsOneWindowKernel) {
-  auto analysis = codegen::analyze(kforge::testing::window_op("conv2d_relu_bias"));
+  auto analysis = codegen::analyze(kforge::testing::kernelbench_op("conv2d_relu_bias"));
   ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
   EXPECT_EQ(analysis.describe(), "window") << "bias, relu and the bias add fuse into the conv";
   // x [3, 8, 13, 11], w [6, 4, 3, 3], stride (2, 1), padding (1, 2), dilation (1, 2), groups 2.
@@ -309,7 +309,7 @@ TEST(CodegenLower, ReductionsOverSeveralDimsAreRegrouped) {
   ASSERT_TRUE(scattered.ok()) << scattered.unsupported;
   EXPECT_EQ(scattered.describe(), "pointwise+reduce_rows");
   EXPECT_EQ(output_sizes(scattered), (std::vector<int64_t>{5}));
-  auto group = codegen::analyze(kforge::testing::window_op("group_norm"));
+  auto group = codegen::analyze(kforge::testing::kernelbench_op("group_norm"));
   ASSERT_TRUE(group.ok()) << group.unsupported;
   EXPECT_EQ(group.describe(), "reduce_rows+pointwise") << "normalised group rows, then the per-channel affine";
   auto gen = codegen::emit_program(group, codegen::Schedule{});
@@ -332,7 +332,7 @@ TEST(CodegenLower, WindowRefusalsSayWhy) {
 }
 
 TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
-  auto wide = codegen::analyze(kforge::testing::window_op("conv2d_grouped_wide"));  // 16 outputs, 2 groups
+  auto wide = codegen::analyze(kforge::testing::kernelbench_op("conv2d_grouped_wide"));  // 16 outputs, 2 groups
   ASSERT_TRUE(wide.ok()) << wide.unsupported;
   auto space = codegen::schedule_space(wide, codegen::Target::triton);
   ASSERT_GE(space.size(), 2u);
@@ -345,7 +345,7 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
   EXPECT_FALSE(contains(direct.program, "tl.dot")) << direct.program;
   EXPECT_TRUE(contains(space.back().label(), ".direct")) << space.back().label();
   // Depthwise: one output channel per group would leave a tl.dot tile mostly masked.
-  auto depthwise = codegen::analyze(kforge::testing::window_op("conv2d_depthwise"));
+  auto depthwise = codegen::analyze(kforge::testing::kernelbench_op("conv2d_depthwise"));
   auto dw = codegen::emit_program(depthwise, codegen::schedule_space(depthwise, codegen::Target::triton).front(),
                                   codegen::Target::triton);
   ASSERT_TRUE(dw.ok()) << dw.unsupported;

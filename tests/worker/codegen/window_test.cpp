@@ -1,7 +1,7 @@
 // Window stages (conv, conv_transpose, max / avg pooling; 1-d, 2-d, 3-d), the norms built on
 // reshapes (group_norm, instance / batch norm over several dims, means over spatial dims) and
 // KernelBench level-2 chains whose reductions get stages of their own (a min over one dim
-// feeding a softmax over another), one op file each in tests/worker/codegen/window_ops/:
+// feeding a softmax over another), one op file each in tests/worker/codegen/kernelbench_ops/:
 // every op through the harness Checker
 // on PoCL (opencl: sandboxed child, seeded + secret-seed trials, odd extra shapes), every cuda
 // schedule through the harness's format, rules, launch plan and NVRTC for sm_90, and the
@@ -32,8 +32,8 @@ harness::CheckOptions untimed_options() {
 
 TEST(CodegenWindow, EveryOpIsCheckerCorrectOnPocl) {
   if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
-  const auto files = kforge::testing::window_op_files();
-  ASSERT_GE(files.size(), 29u);
+  const auto files = kforge::testing::kernelbench_op_files();
+  ASSERT_GE(files.size(), 30u);
   for (const auto& path : files) {
     auto spec = kforge::testing::load_op_file(path);
     auto analysis = codegen::analyze(spec);
@@ -60,7 +60,7 @@ TEST(CodegenWindow, EveryOpIsCheckerCorrectOnPocl) {
 
 TEST(CodegenWindow, CheckerRejectsAConvKernelWithoutItsPadding) {
   if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
-  auto spec = kforge::testing::window_op("conv2d_relu_bias");
+  auto spec = kforge::testing::kernelbench_op("conv2d_relu_bias");
   auto gen = codegen::emit_program(codegen::analyze(spec), codegen::Schedule{});
   ASSERT_TRUE(gen.ok()) << gen.unsupported;
   std::string broken = gen.program;
@@ -79,7 +79,7 @@ TEST(CodegenWindow, CheckerRejectsAConvKernelWithoutItsPadding) {
 TEST(CodegenWindow, EveryCudaScheduleCompilesWithNvrtcForSm90) {
   REQUIRE_NVRTC();
   int programs = 0;
-  for (const auto& path : kforge::testing::window_op_files()) {
+  for (const auto& path : kforge::testing::kernelbench_op_files()) {
     auto spec = kforge::testing::load_op_file(path);
     auto analysis = codegen::analyze(spec);
     ASSERT_TRUE(analysis.ok()) << path.stem() << ": " << analysis.unsupported;
@@ -99,7 +99,7 @@ TEST(CodegenWindow, EveryCudaScheduleCompilesWithNvrtcForSm90) {
 TEST(CodegenWindow, TritonProgramsAreCorrectInTheInterpreter) {
   REQUIRE_TRITON(python);
   const harness::CheckOptions options = harness::testing::interpreter_options(python);
-  for (const auto& path : kforge::testing::window_op_files()) {
+  for (const auto& path : kforge::testing::kernelbench_op_files()) {
     auto spec = kforge::testing::load_op_file(path);
     auto analysis = codegen::analyze(spec);
     ASSERT_TRUE(analysis.ok()) << path.stem() << ": " << analysis.unsupported;
