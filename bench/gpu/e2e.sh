@@ -2,7 +2,9 @@
 # kforge end to end on a GPU host: PostgreSQL (from the bundle), kforge-server, and a GPU
 # worker that registers its devices (target:cuda, target:triton, device:gpu...); then
 # POSTs level-2 suite ops as generations with target triton, cuda and opencl (device gpu)
-# and prints each verified kernel with speedup_vs_eager and speedup_vs_compile.
+# and prints each verified kernel with speedup_vs_eager and speedup_vs_compile. OPS names
+# level-2 ops (silu_mul) or suite paths (level1/add); E2E_SEQUENTIAL=1 posts one generation
+# at a time, so seconds_to_result is one generation's latency (the p50/p90 in "summary").
 # Called by bench/gpu/run_device.sh e2e (after build); writes $OUT/e2e.json.
 # Usage: bash bench/gpu/e2e.sh BUILD_DIR [OPS] [TARGETS]
 set -uo pipefail
@@ -39,39 +41,73 @@ def call(method, path, body=None):
             return json.loads(resp.read())
     except urllib.error.HTTPError as err:
         raise SystemExit(f"e2e: {method} {path} -> {err.code}: {err.read().decode(errors='replace')[:2000]}")
-jobs = []
-for op in ops:
-    spec = json.load(open(f"suite/level2/{op}.json"))
+sequential = os.environ.get("E2E_SEQUENTIAL") == "1"
+
+
+def post(op, target):
+    spec = json.load(open(f"suite/{op}.json" if "/" in op else f"suite/level2/{op}.json"))
     spec = {k: spec[k] for k in ("name", "source", "inputs", "extra_shapes", "tolerance") if k in spec}
-    for target in targets:
-        body = {"op": spec, "target": target, "samples": int(os.environ.get("E2E_SAMPLES", "4")), "time_budget_s": 600}
-        if target == "opencl":
-            body["device"] = "gpu"
-        posted = time.time()
-        gen = call("POST", "/v1/generations", body)
-        jobs.append({"op": op, "target": target, "id": gen["id"], "posted": posted})
-rows = []
-deadline = time.time() + 480
-for job in jobs:
+    body = {"op": spec, "target": target, "samples": int(os.environ.get("E2E_SAMPLES", "4")), "time_budget_s": 600}
+    if target == "opencl":
+        body["device"] = "gpu"
+    posted = time.time()
+    gen = call("POST", "/v1/generations", body)
+    return {"op": op, "target": target, "id": gen["id"], "posted": posted}
+
+
+def wait(job, deadline):
+    """Polls the generation until it is done; notes when its first candidate was checked."""
     while True:
         gen = call("GET", f"/v1/generations/{job['id']}")
+        if "first_candidate_s" not in job and (gen.get("progress") or {}).get("checked", 0) > 0:
+            job["first_candidate_s"] = round(time.time() - job["posted"], 1)
         if gen["status"] in ("succeeded", "failed", "cancelled") or time.time() > deadline:
+            return gen
+        time.sleep(0.25)
+
+
+rows = []
+deadline = time.time() + float(os.environ.get("E2E_DEADLINE_S", "480"))
+# E2E_SEQUENTIAL=1: one generation at a time (each waits for the last), so seconds_to_result
+# is one generation's latency on a warm worker, not a queue's; else all are posted at once.
+pairs = [(op, target) for op in ops for target in targets]
+jobs = [] if sequential else [post(op, target) for op, target in pairs]
+for idx in range(len(pairs)):
+    if sequential:
+        if time.time() > deadline:
             break
-        time.sleep(0.5)
+        jobs.append(post(*pairs[idx]))
+    job = jobs[idx]
+    gen = wait(job, deadline)
     best = gen.get("best") or {}
-    details = best.get("details") or {}
     row = {"op": job["op"], "target": job["target"], "status": gen["status"],
            "verified": bool(best) and best.get("outcome") == "correct",
            "speedup_vs_eager": best.get("speedup"), "speedup_vs_compile": best.get("speedup_vs_compile"),
            "kernel_ms": best.get("kernel_ms"), "device": best.get("device"),
            "generator": (gen.get("result") or {}).get("generator"), "error": gen.get("error"),
            "seconds_to_result": round(time.time() - job["posted"], 1),
+           "first_candidate_s": job.get("first_candidate_s"),
            "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400]}
     rows.append(row)
     print(f"{row['op']:16s} {row['target']:7s} {row['status']:10s} verified={row['verified']} "
           f"eager x{row['speedup_vs_eager'] or 0:.2f} compile x{row['speedup_vs_compile'] or 0:.2f} "
-          f"{(row['error'] or '')[:80]}", flush=True)
-json.dump({"rows": rows, "command": "bash bench/gpu/run_device.sh build e2e"}, open(out, "w"), indent=1)
+          f"{row['seconds_to_result']} s {(row['error'] or '')[:80]}", flush=True)
+
+
+def quantile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+summary = {}
+for target in targets:
+    done = [r["seconds_to_result"] for r in rows if r["target"] == target and r["verified"]]
+    summary[target] = {"post_to_verified_p50_s": quantile(done, 0.5), "post_to_verified_p90_s": quantile(done, 0.9),
+                       "verified": f"{len(done)}/{sum(1 for r in rows if r['target'] == target)}"}
+print("summary", json.dumps(summary), flush=True)
+json.dump({"rows": rows, "sequential": sequential, "summary": summary,
+           "command": ("E2E_SEQUENTIAL=1 " if sequential else "") + "bash bench/gpu/run_device.sh build e2e"},
+          open(out, "w"), indent=1)
 EOF
 echo "e2e: $(python3 -c "print(round($(date +%s.%N) - $started, 1))") s"
 tail -5 "$OUT/e2e_worker.log"

@@ -61,6 +61,8 @@ def warm_row(results, wall):
         "phases_ms_median": {name: round(statistics.median(r["phases_ms"].get(name, 0) for r in later), 1)
                              for name in phases},
         "kernel_medians_ms": medians,
+        # the sandbox's layers, and whether the arena's inputs were page-locked (and why not)
+        "sandbox": (results[0].get("environment") or {}).get("sandbox"),
         "timing_spread_pct": 100 * (max(medians) - min(medians)) / statistics.median(medians) if medians else None,
         "timing_iqr_spread_pct": (100 * (ordered[len(ordered) * 3 // 4] - ordered[len(ordered) // 4])
                                   / statistics.median(medians)) if medians else None,

@@ -14,6 +14,7 @@
 #else
 #include "spec/op_spec.h"
 #endif
+#include "worker/harness/steady_allocator.h"
 
 namespace kforge::harness {
 
@@ -26,6 +27,7 @@ const char* kUsage =
     "usage: kforge-worker check OP.json PROGRAM... [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
     "                           [--no-time] [--time-budget S] [--no-compile-baseline] [--timing-lock FILE]\n"
     "                           [--spares N] [--spare-policy settle|gate|overlap]\n"
+    "                           [--baseline-allocator caching|default]\n"
     "  Several programs are checked in order by one Checker (one JSON line each; exit 0 if all correct).\n"
     "  Checks one kernel program (docs/kernel-format.md: .cl, .cu or a Triton .py) against an op\n"
     "  (docs/harness.md) and prints the result as JSON. On a GPU (cuda, triton, or opencl --device gpu)\n"
@@ -35,6 +37,9 @@ const char* kUsage =
     "  default $KFORGE_GPU_TIMING_LOCK), so they can compile and verify in parallel.\n"
     "  --spares N, --spare-policy P: children started ahead of need, and how they keep out of timed\n"
     "  runs (docs/harness.md; default 1 and settle on a CPU, 2 and gate on a GPU).\n"
+    "  --baseline-allocator A: where the CPU eager baseline's tensors come from while it is timed:\n"
+    "  caching (default: freed blocks reused, a long-running process's steady state) or default\n"
+    "  (libtorch's allocator, glibc malloc: big outputs page-faulted on every call).\n"
     "  The secret seed comes from KFORGE_SECRET_SEED (never from the command line).\n";
 
 bool read_file(const std::string& path, std::string& text) {
@@ -60,6 +65,7 @@ int check_command(int argc, char** argv) {
     double time_budget_s = 1.0;
     int spares = 0;
     std::string spare_policy;
+    BaselineAllocator baseline_allocator = BaselineAllocator::caching;
   } options;
   for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
     std::string arg = argv[arg_idx];
@@ -92,6 +98,10 @@ int check_command(int argc, char** argv) {
         if (options.spares < 1 || options.spares > 8) throw std::invalid_argument("must be 1 to 8");
       } else if (arg == "--spare-policy") {
         options.spare_policy = value();  // checked by Checker::create
+      } else if (arg == "--baseline-allocator") {
+        std::string name = value();
+        if (!parse_baseline_allocator(name, options.baseline_allocator))
+          throw std::invalid_argument("is '" + name + "'; use caching or default");
       } else if (arg.rfind("--", 0) == 0) {
         std::cerr << "kforge-worker check: unknown option " << arg << "\n" << kUsage;
         return 2;
@@ -138,6 +148,7 @@ int check_command(int argc, char** argv) {
   check_options.time_budget_s = options.time_budget_s;
   check_options.spares = options.spares;
   check_options.spare_policy = options.spare_policy;
+  check_options.baseline_allocator = options.baseline_allocator;
   auto checker = Checker::create(parsed.spec, check_options, error);
   if (!checker) {
     std::cerr << "kforge-worker check: " << error << "\n";

@@ -151,7 +151,8 @@ std::string CheckResult::to_json() const {
   out["environment"] = environment_to_json(environment);
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
-                      {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms}};
+                      {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms},
+                      {"io", io_ms}};
   // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
   // never an exception.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -198,6 +199,7 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
       out.spare_wait_ms = p.value("spare_wait", 0.0);
       out.child_ms = p.value("child", 0.0);
       out.compare_ms = p.value("compare", 0.0);
+      out.io_ms = p.value("io", 0.0);
     }
     return out;
   } catch (const std::exception&) {
@@ -212,11 +214,13 @@ bool result_is_storable(const CheckResult& result) {
 
 std::string result_store_key(const CheckResult& result, const CheckOptions& options) {
   // Bump the harness version when a change makes earlier verdicts or timings stale (4: issue 14's
-  // rules on the lexed text, unpublished shapes, 64 KiB guards).
-  std::string fingerprint = "harness=4;target=" + options.target + ";trials=" + std::to_string(options.trials) +
+  // rules on the lexed text, unpublished shapes, 64 KiB guards; 5: the CPU eager baseline from a
+  // caching allocator).
+  std::string fingerprint = "harness=5;target=" + options.target + ";trials=" + std::to_string(options.trials) +
                             ";extra=" + std::to_string(options.check_extra_shapes) +
                             ";determinism=" + std::to_string(options.determinism) +
-                            ";time=" + std::to_string(options.time) + ";build=" + options.build_options;
+                            ";time=" + std::to_string(options.time) + ";build=" + options.build_options +
+                            ";baseline_allocator=" + baseline_allocator_name(options.baseline_allocator);
   return result.cache_key + ":" + sha256_hex(fingerprint).substr(0, 16);
 }
 

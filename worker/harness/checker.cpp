@@ -158,6 +158,18 @@ std::string sandbox_summary(const std::string& jail_report) {
   return out + (degraded.empty() ? "" : "; not applied: " + degraded);
 }
 
+// Environment::baseline on a CPU: how eager allocates matters there. libtorch's default CPU
+// allocator is glibc malloc, whose blocks above the mmap threshold (at most 32 MiB) are fresh
+// mappings, page-faulted on every call; the caching allocator (steady_allocator.h) reuses them.
+std::string cpu_baseline_description(int threads, bool caching) {
+  std::string eager = "libtorch eager on the CPU, " + std::to_string(threads) + " threads; outputs allocated by the op on every call";
+  if (caching)
+    return eager + ", from a caching allocator that reuses freed blocks (steady state, as in a long-running "
+                   "PyTorch process: no fresh page faults per call)";
+  return eager + " (libtorch's default CPU allocator, glibc malloc: blocks above the mmap threshold, at most "
+                 "32 MiB, are page-faulted per call)";
+}
+
 // Sets the verdict of a failed stage; returns false so the stage can `return fail(...)`.
 bool fail(CheckResult& result, Outcome outcome, std::string message) {
   result.outcome = outcome;
@@ -283,12 +295,12 @@ struct Checker::Impl {
   bool passes_static_rules(const KernelProgram& program, CheckResult& result) const;
   bool plan_launches(const KernelProgram& program, std::vector<LaunchPlan>& plans, CheckResult& result) const;
   bool build(SandboxChild& child, const KernelProgram& program, CheckResult& result);
-  bool run_trials(SandboxChild& child, const std::vector<LaunchPlan>& plans, CheckResult& result);
-  bool run_trial(SandboxChild& child, const LaunchPlan& plan, size_t trial_idx,
-                 const std::vector<int64_t>& output_offsets, int poison, const std::string& what, CheckResult& result);
+  bool run_trials(SandboxChild& child, const std::vector<LaunchPlan>* plans, CheckResult& result);
+  json run_command(const LaunchPlan& plan, size_t trial_idx, const std::vector<int64_t>& output_offsets,
+                   int poison) const;
+  bool finish_run(SandboxChild& child, double limit_s, const std::string& what, CheckResult& result);
   bool outputs_match(size_t trial_idx, const std::vector<int64_t>& output_offsets, const std::string& what,
                      CheckResult& result) const;
-  bool is_deterministic(SandboxChild& child, const LaunchPlan& plan, CheckResult& result);
   void time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result);
   bool timed_outputs_match(CheckResult& result) const;
   TimingStats time_baseline();
@@ -300,8 +312,6 @@ struct Checker::Impl {
   void run_triton_check(const std::string& program_text, CheckResult& result);
   bool build_triton(SandboxChild& child, const std::string& source, CheckResult& result);
   json runner_io(size_t trial_idx, const std::vector<int64_t>& output_offsets) const;
-  bool run_runner_trial(SandboxChild& child, size_t trial_idx, const std::vector<int64_t>& output_offsets,
-                        const std::string& what, CheckResult& result);
   bool reply_failed(const json& reply, const std::string& what, CheckResult& result);
   std::vector<size_t> timing_trials() const;
 };
@@ -471,16 +481,18 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   } else {
     environment.torch_threads = environment.compute_units;
     environment.blas = blas_description();
-    // How eager allocates matters on a CPU: outputs come from glibc malloc on every call, and
-    // blocks above its mmap threshold (at most 32 MiB) are fresh mappings, page-faulted per call.
-    environment.baseline = "libtorch eager on the CPU, " + std::to_string(environment.compute_units) +
-                           " threads; outputs allocated by the op on every call (libtorch's default CPU allocator, "
-                           "glibc malloc: blocks above the mmap threshold, at most 32 MiB, are page-faulted per call)";
+    environment.baseline = cpu_baseline_description(environment.compute_units,
+                                                    options.baseline_allocator == BaselineAllocator::caching);
   }
   max_block = device.value("max_work_group", int64_t{1024});
   spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
   sandboxes->set_depth(options.spares > 0 ? options.spares : (gpu ? 2 : 1));
   environment.sandbox = sandbox_summary(first->jail_report());
+  // Page-locked inputs make the per-trial copies several times faster (GPU children only).
+  if (gpu)
+    environment.sandbox += first->device().value("pinned_inputs", false)
+                               ? "; arena inputs page-locked"
+                               : "; arena inputs pageable (" + first->device().value("host_pinning", "not pinned") + ")";
   sandboxes->keep(std::move(first));
   return true;
 }
@@ -622,7 +634,7 @@ void Checker::check_into(const std::string& program_text, clock_type::time_point
     cached.total_ms = ms_between(started, clock_type::now());
     cached.overhead_ms = cached.total_ms;
     cached.compile_ms = cached.run_ms = cached.time_ms = 0;
-    cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = cached.compare_ms = 0;
+    cached.sandbox_wait_ms = cached.spare_wait_ms = cached.child_ms = cached.compare_ms = cached.io_ms = 0;
     result = std::move(cached);
   };
   const auto& store = impl_->options.result_store;
@@ -696,7 +708,7 @@ void Checker::Impl::run_check(const std::string& program_text, CheckResult& resu
     fail(result, Outcome::runtime_error, "harness error: " + error);
     return;
   }
-  if (!build(*child, program, result) || !run_trials(*child, plans, result)) return;
+  if (!build(*child, program, result) || !run_trials(*child, &plans, result)) return;
   result.outcome = Outcome::correct;
   if (options.time) time_candidate(*child, &plans[0], result);
 }
@@ -748,42 +760,72 @@ bool Checker::Impl::build(SandboxChild& child, const KernelProgram& program, Che
   return fail(result, Outcome::runtime_error, "compiling: " + reply.value("message", reply.dump()));
 }
 
-// Every trial in order (fresh seeds, the secret seed, extra shapes), the first one twice.
-bool Checker::Impl::run_trials(SandboxChild& child, const std::vector<LaunchPlan>& plans, CheckResult& result) {
+// Every trial in order (fresh seeds, the secret seed, extra shapes), the first one twice:
+// the second time with outputs and scratch pre-filled with another pattern, so a race or
+// a read of memory the program never wrote shows up as a difference. Pipelined: the next
+// run goes to the child before this one's outputs are compared (each run writes its own
+// output slots), so the child's copies and the parent's comparison overlap; verdicts
+// still come in trial order.
+// `plans` (one per trial) for kernel programs; nullptr for a Triton module (the runner).
+bool Checker::Impl::run_trials(SandboxChild& child, const std::vector<LaunchPlan>* plans, CheckResult& result) {
+  struct Step {
+    size_t trial;
+    const std::vector<int64_t>* outputs;
+    int poison;
+    std::string what;
+    bool determinism;
+  };
+  std::vector<Step> steps;
   for (size_t trial_idx = 0; trial_idx < trials.size(); ++trial_idx) {
-    const Trial& trial = trials[trial_idx];
-    if (!run_trial(child, plans[trial_idx], trial_idx, trial.output_offsets, 0xFF, trial.label, result)) return false;
-    if (!outputs_match(trial_idx, trial.output_offsets, trial.label, result)) return false;
-    if (trial_idx == 0 && options.determinism && !is_deterministic(child, plans[0], result)) return false;
-    ++result.trials_passed;
+    steps.push_back({trial_idx, &trials[trial_idx].output_offsets, 0xFF, trials[trial_idx].label, false});
+    if (trial_idx == 0 && options.determinism)
+      steps.push_back({0, &determinism_offsets, 0x7F,
+                       "the second run of " + trials[0].label + " (same inputs, different fill of outputs/scratch)",
+                       true});
+  }
+  auto send = [&](const Step& step) {
+    json command = plans ? run_command((*plans)[step.trial], step.trial, *step.outputs, step.poison)
+                         : runner_io(step.trial, *step.outputs);
+    command["cmd"] = "run";
+    return child.send(command, step.what, result);
+  };
+  if (!send(steps[0])) return false;
+  for (size_t step_idx = 0; step_idx < steps.size(); ++step_idx) {
+    const Step& step = steps[step_idx];
+    // A Triton module's first call compiles its kernels: it gets the build's time.
+    const double limit_s = !plans && step_idx == 0 ? options.build_timeout_s : options.trial_timeout_s;
+    if (!finish_run(child, limit_s, step.what, result)) return false;
+    if (step_idx + 1 < steps.size() && !send(steps[step_idx + 1])) return false;
+    if (!outputs_match(step.trial, *step.outputs, step.what, result)) {
+      if (step.determinism)
+        result.message += "; the program is nondeterministic: it races or reads memory it did not write";
+      return false;
+    }
+    if (!step.determinism) ++result.trials_passed;
   }
   return true;
 }
 
-// Runs the program on one trial's inputs into `output_offsets`, outputs and scratch
-// pre-filled with the `poison` byte; the child checks that inputs stayed unchanged.
-bool Checker::Impl::run_trial(SandboxChild& child, const LaunchPlan& plan, size_t trial_idx,
-                              const std::vector<int64_t>& output_offsets, int poison, const std::string& what,
-                              CheckResult& result) {
-  json command{{"cmd", "run"},
-               {"plan", json::parse(launch_plan_to_json(plan))},
-               {"inputs", trials[trial_idx].input_offsets},
-               {"outputs", output_offsets},
-               {"poison", poison},
-               {"input_region", arena.input_region},
-               {"arena_bytes", arena.total}};
+// The command that runs the program on one trial's inputs into `output_offsets`, outputs
+// and scratch pre-filled with the `poison` byte; the child checks that inputs stayed unchanged.
+json Checker::Impl::run_command(const LaunchPlan& plan, size_t trial_idx, const std::vector<int64_t>& output_offsets,
+                                int poison) const {
+  return {{"plan", json::parse(launch_plan_to_json(plan))},
+          {"inputs", trials[trial_idx].input_offsets},
+          {"outputs", output_offsets},
+          {"poison", poison},
+          {"input_region", arena.input_region},
+          {"arena_bytes", arena.total}};
+}
+
+// Waits for the reply of a run sent earlier: a crash, a timeout, a changed input or (the
+// runner) a rule broken is the verdict.
+bool Checker::Impl::finish_run(SandboxChild& child, double limit_s, const std::string& what, CheckResult& result) {
   json reply;
-  if (!child.exchange(command, options.trial_timeout_s, what, reply, result)) return false;
-  if (!reply.value("ok", false)) {
-    if (reply.value("kind", "") != "input_mutated")
-      return fail(result, Outcome::runtime_error, what + ": " + reply.value("message", reply.dump()));
-    result.rule = "input_mutated";
-    return fail(result, Outcome::rule_violation,
-                "input_mutated: " + what + " modified input '" + reply.value("buffer", "?") +
-                    "' (first changed byte " + std::to_string(reply.value("byte", int64_t{0})) +
-                    "); inputs are read-only, write results to the outputs");
-  }
+  if (!child.receive(limit_s, what, reply, result)) return false;
+  if (!reply.value("ok", false)) return reply_failed(reply, what, result);
   result.run_ms += reply.value("run_ms", 0.0);
+  result.io_ms += reply.value("io_ms", 0.0);
   return true;
 }
 
@@ -822,17 +864,6 @@ bool Checker::Impl::outputs_match(size_t trial_idx, const std::vector<int64_t>& 
                     " elements differ (atol " + format_value(spec.atol) + ", rtol " + format_value(spec.rtol) + ")");
   }
   return true;
-}
-
-// Same inputs, outputs and scratch pre-filled with another pattern: a race or a read of
-// memory the program never wrote shows up as a difference.
-bool Checker::Impl::is_deterministic(SandboxChild& child, const LaunchPlan& plan, CheckResult& result) {
-  const std::string what =
-      "the second run of " + trials[0].label + " (same inputs, different fill of outputs/scratch)";
-  if (!run_trial(child, plan, 0, determinism_offsets, 0x7F, what, result)) return false;
-  if (outputs_match(0, determinism_offsets, what, result)) return true;
-  result.message += "; the program is nondeterministic: it races or reads memory it did not write";
-  return false;
 }
 
 TimingProtocol Checker::Impl::timing_protocol() const {
@@ -920,6 +951,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   } else {
     TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
     result.baseline = time_baseline();
+    result.environment.baseline = environment.baseline;  // says so if the caching allocator could not be used
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
   if (kernel.median_ms > 0) {
@@ -1011,22 +1043,7 @@ void Checker::Impl::run_triton_check(const std::string& program_text, CheckResul
     fail(result, Outcome::runtime_error, "harness error: " + error);
     return;
   }
-  if (!build_triton(*child, strip_fence(program_text), result)) return;
-  for (size_t trial_idx = 0; trial_idx < trials.size(); ++trial_idx) {
-    const Trial& trial = trials[trial_idx];
-    // The first call compiles the Triton kernels: allow it the build's time.
-    if (!run_runner_trial(*child, trial_idx, trial.output_offsets, trial.label, result)) return;
-    if (!outputs_match(trial_idx, trial.output_offsets, trial.label, result)) return;
-    if (trial_idx == 0 && options.determinism) {
-      const std::string what = "the second run of " + trial.label;
-      if (!run_runner_trial(*child, 0, determinism_offsets, what, result)) return;
-      if (!outputs_match(0, determinism_offsets, what, result)) {
-        result.message += "; the program is nondeterministic: it races or reads memory it did not write";
-        return;
-      }
-    }
-    ++result.trials_passed;
-  }
+  if (!build_triton(*child, strip_fence(program_text), result) || !run_trials(*child, nullptr, result)) return;
   result.outcome = Outcome::correct;
   if (options.time) time_candidate(*child, nullptr, result);
 }
@@ -1057,18 +1074,6 @@ json Checker::Impl::runner_io(size_t trial_idx, const std::vector<int64_t>& outp
   return {{"inputs", inputs}, {"outputs", outputs}, {"input_region", arena.input_region}, {"arena_bytes", arena.total}};
 }
 
-bool Checker::Impl::run_runner_trial(SandboxChild& child, size_t trial_idx, const std::vector<int64_t>& output_offsets,
-                                     const std::string& what, CheckResult& result) {
-  json command = runner_io(trial_idx, output_offsets);
-  command["cmd"] = "run";
-  json reply;
-  double limit_s = result.trials_passed == 0 ? options.build_timeout_s : options.trial_timeout_s;
-  if (!child.exchange(command, limit_s, what, reply, result)) return false;
-  if (!reply.value("ok", false)) return reply_failed(reply, what, result);
-  result.run_ms += reply.value("run_ms", 0.0);
-  return true;
-}
-
 // A runner's {"ok": false} reply as the verdict: its rule, a compile error (Triton compiles
 // on first launch), an input it changed, or a runtime error.
 bool Checker::Impl::reply_failed(const json& reply, const std::string& what, CheckResult& result) {
@@ -1094,8 +1099,12 @@ bool Checker::Impl::reply_failed(const json& reply, const std::string& what, Che
 TimingStats Checker::Impl::time_baseline() {
   if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
   std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
-  auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol());
+  auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol(), options.baseline_allocator);
   ++baseline_timings;
+  if (options.baseline_allocator == BaselineAllocator::caching && !timing.caching_allocator)
+    environment.baseline = cpu_baseline_description(environment.compute_units, false) +
+                           "; the caching allocator was asked for, but libtorch kept a CPU allocator set with a "
+                           "higher priority";
   const TimingRecord& record = timing.record;
   TimingStats stats;
   stats.median_ms = record.median_ms;

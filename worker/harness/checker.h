@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spec/op_spec.h"
+#include "worker/harness/steady_allocator.h"
 
 namespace kforge::harness {
 
@@ -65,6 +66,9 @@ struct CheckOptions {
   std::string python;                //!< the runner's interpreter (torch + triton); default $KFORGE_PYTHON, else python3
   std::string runner_script;         //!< default: runner/kforge_runner.py next to this executable
   bool compile_baseline = true;      //!< on a GPU, also time torch.compile (default mode) of the op
+  //! On a CPU, where eager's tensors come from while it is timed: caching (freed blocks reused, a
+  //! long-running process's steady state) or default_cpu (glibc malloc, page-faulted per call).
+  BaselineAllocator baseline_allocator = BaselineAllocator::caching;
   //! Polled (every 100 ms) while a sandbox child works: true kills it and ends the check
   //! as a timeout "stopped" (never cached); a job's cancel or shutdown. Empty = never.
   std::function<bool()> stop_requested;
@@ -146,6 +150,7 @@ struct CheckResult {
   double spare_wait_ms = 0;    //!< part of overhead: before timing, waiting for the next sandbox to finish starting
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
   double compare_ms = 0;       //!< part of overhead: comparing outputs with the reference in the parent
+  double io_ms = 0;            //!< part of overhead: the child loading inputs, reading outputs back, checking inputs
 
   //! JSON object with every field above.
   std::string to_json() const;

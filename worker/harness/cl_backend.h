@@ -93,6 +93,8 @@ class GuardedBuffer {
   void fill(cl_command_queue queue, uint8_t byte);
   //! True if the canary after the data is intact (no write past the end).
   bool canary_intact(cl_command_queue queue);
+  //! The data in host memory (guarded mode: the buffer is host memory), else nullptr.
+  const uint8_t* host_data() const { return guarded_ ? data_ : nullptr; }
 
  private:
   int64_t bytes_ = 0;

@@ -36,7 +36,8 @@ void nvrtc_check(nvrtcResult status, const char* call, const char* file, int lin
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)             \
   X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree)  \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy)          \
-  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)
+  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString)        \
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemAllocHost) X(cuMemFreeHost)
 
 struct Driver {
 #define KFORGE_CU_MEMBER(name) decltype(&::name) name = nullptr;
@@ -84,13 +85,75 @@ std::vector<std::string> split_options(const std::string& options) {
   return out;
 }
 
+// The harness's own device code: a keyed fingerprint of a buffer (splitmix64's finalizer,
+// a bijection, of each 8-byte word mixed with the key and its index, XOR-combined), so the
+// inputs-unchanged check needs no copy back to the host. Compiled once per child at start-up.
+constexpr const char* kHarnessKernels = R"(
+__device__ unsigned long long kforge_mix(unsigned long long x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+extern "C" __global__ void kforge_fingerprint(const unsigned long long* words, unsigned long long count,
+                                              const unsigned char* tail, unsigned int tail_bytes,
+                                              unsigned long long key, unsigned long long salt,
+                                              unsigned long long* out) {
+  unsigned long long h = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    h ^= kforge_mix(words[i] ^ key ^ ((i + 1) * salt));
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (unsigned int b = 0; b < tail_bytes; ++b) h ^= kforge_mix((tail[b] + 1ULL) ^ key ^ ((count + b + 1) * salt) ^ 0xA5A5ULL);
+  for (int offset = 16; offset > 0; offset /= 2) h ^= __shfl_xor_sync(0xffffffffu, h, offset);
+  if ((threadIdx.x & 31) == 0) atomicXor(out, h);
+}
+)";
+
 // Guard bytes on each side of a device buffer, and their pattern.
 constexpr int64_t kGuardBytes = 64 * 1024;
 constexpr uint8_t kGuardByte = 0xA5;
 
+// A page-locked host block, grown on demand, that device-to-host read-backs land in at
+// full bus speed (a pageable destination is copied through the driver's own bounce
+// buffers at a fraction of it). Only ever written by the harness's copies, after the
+// candidate's kernels have finished.
+class PinnedStaging {
+ public:
+  PinnedStaging() = default;
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  ~PinnedStaging() { release(); }
+  //! Frees the block (before the context that owns it goes).
+  void release() {
+    if (data_) Driver::get().cuMemFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  //! At least `bytes` page-locked bytes, or nullptr when the host cannot lock that much.
+  uint8_t* get(size_t bytes) {
+    if (bytes <= size_) return static_cast<uint8_t*>(data_);
+    release();
+    if (Driver::get().cuMemAllocHost(&data_, bytes) != CUDA_SUCCESS) return nullptr;
+    size_ = bytes;
+    return static_cast<uint8_t*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The fingerprint kernel and an 8-byte device slot for its result (CudaBackend owns one).
+struct Fingerprinter {
+  CUfunction function = nullptr;
+  CUdeviceptr result = 0;
+  int blocks = 1;
+};
+
 class CudaBuffer : public DeviceBuffer {
  public:
-  explicit CudaBuffer(int64_t bytes) : bytes_(bytes) {
+  CudaBuffer(int64_t bytes, PinnedStaging& staging, const Fingerprinter& printer)
+      : bytes_(bytes), staging_(staging), printer_(printer) {
     KFORGE_CU_CHECK(cu().cuMemAlloc(&base_, static_cast<size_t>(bytes + 2 * kGuardBytes)));
     arm_guards();
   }
@@ -110,6 +173,28 @@ class CudaBuffer : public DeviceBuffer {
     if (bytes_ > 0) KFORGE_CU_CHECK(cu().cuMemsetD8(data(), byte, static_cast<size_t>(bytes_)));
     arm_guards();
   }
+  std::optional<uint64_t> fingerprint(uint64_t key, uint64_t salt) override {
+    if (!printer_.function) return std::nullopt;
+    const Driver& cu = Driver::get();
+    KFORGE_CU_CHECK(cu.cuMemsetD8(printer_.result, 0, sizeof(uint64_t)));
+    CUdeviceptr words = data();
+    unsigned long long count = static_cast<unsigned long long>(bytes_ / 8);
+    CUdeviceptr tail = data() + static_cast<CUdeviceptr>(count * 8);
+    unsigned int tail_bytes = static_cast<unsigned int>(bytes_ % 8);
+    unsigned long long key_arg = key, salt_arg = salt | 1;
+    void* params[] = {&words, &count, &tail, &tail_bytes, &key_arg, &salt_arg, const_cast<CUdeviceptr*>(&printer_.result)};
+    KFORGE_CU_CHECK(cu.cuLaunchKernel(printer_.function, static_cast<unsigned>(printer_.blocks), 1, 1, 256, 1, 1, 0,
+                                      nullptr, params, nullptr));
+    uint64_t print = 0;
+    KFORGE_CU_CHECK(cu.cuMemcpyDtoH(&print, printer_.result, sizeof print));
+    return print;
+  }
+  bool matches(const void* expected, int64_t& first_diff) override {
+    uint8_t* now = bytes_ > 0 ? staging_.get(static_cast<size_t>(bytes_)) : nullptr;
+    if (!now) return DeviceBuffer::matches(expected, first_diff);
+    read(now);
+    return same_bytes(now, static_cast<const uint8_t*>(expected), static_cast<size_t>(bytes_), first_diff);
+  }
   bool guards_intact() override {
     std::vector<uint8_t> guard(static_cast<size_t>(kGuardBytes));
     for (CUdeviceptr region : {base_, data() + static_cast<CUdeviceptr>(bytes_)}) {
@@ -126,6 +211,8 @@ class CudaBuffer : public DeviceBuffer {
     KFORGE_CU_CHECK(cu().cuMemsetD8(data() + static_cast<CUdeviceptr>(bytes_), kGuardByte, static_cast<size_t>(kGuardBytes)));
   }
   int64_t bytes_ = 0;
+  PinnedStaging& staging_;
+  const Fingerprinter& printer_;
   CUdeviceptr base_ = 0;
 };
 
@@ -182,9 +269,14 @@ class CudaBackend : public KernelBackend {
     KFORGE_CU_CHECK(cu.cuMemAlloc(&flush_, static_cast<size_t>(flush_bytes_)));
     KFORGE_CU_CHECK(cu.cuEventCreate(&start_, CU_EVENT_DEFAULT));
     KFORGE_CU_CHECK(cu.cuEventCreate(&end_, CU_EVENT_DEFAULT));
+    load_harness_kernels();
   }
   ~CudaBackend() override {
     const Driver& cu = Driver::get();
+    for (void* block : registered_) cu.cuMemHostUnregister(block);
+    staging_.release();
+    if (printer_.result) cu.cuMemFree(printer_.result);
+    if (harness_module_) cu.cuModuleUnload(harness_module_);
     if (module_) cu.cuModuleUnload(module_);
     if (flush_) cu.cuMemFree(flush_);
     if (start_) cu.cuEventDestroy(start_);
@@ -210,6 +302,7 @@ class CudaBackend : public KernelBackend {
             {"memory_bytes", memory},
             {"sm_clock_khz", attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)},
             {"memory_clock_khz", attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)},
+            {"host_pinning", pin_note_},
             {"target", "cuda"}};
   }
   bool is_cpu() const override { return false; }
@@ -228,7 +321,31 @@ class CudaBackend : public KernelBackend {
     return {true, compiled.log};
   }
 
-  std::unique_ptr<DeviceBuffer> allocate(int64_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
+  std::unique_ptr<DeviceBuffer> allocate(int64_t bytes) override {
+    return std::make_unique<CudaBuffer>(bytes, staging_, printer_);
+  }
+
+  // Inputs are registered read-only: the device may read them (what a host-to-device copy
+  // needs) but never write them. The output slots are registered writable, for direct
+  // device-to-host copies: a kernel could only reach them by their host address, which it
+  // is never given and cannot probe for (an unmapped address faults and ends the child).
+  bool register_host(void* ptr, size_t bytes, bool read_only) override {
+    if (bytes == 0) return false;
+    if (read_only && !attribute(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED)) {
+      pin_note_ = "the device cannot map host memory read-only";
+      return false;
+    }
+    CUresult status = Driver::get().cuMemHostRegister(ptr, bytes, read_only ? CU_MEMHOSTREGISTER_READ_ONLY : 0);
+    if (status != CUDA_SUCCESS) {
+      const char* name = nullptr;
+      Driver::get().cuGetErrorName(status, &name);
+      pin_note_ = std::string("cuMemHostRegister: ") + (name ? name : std::to_string(static_cast<int>(status)));
+      return false;
+    }
+    registered_.push_back(ptr);
+    if (read_only) pin_note_ = "page-locked, read-only to the device";
+    return true;
+  }
 
   std::unique_ptr<BoundPlan> bind(const LaunchPlan& plan, const std::vector<DeviceBuffer*>& buffers) override {
     if (!module_) throw CudaError("bind before a successful build");
@@ -312,6 +429,28 @@ class CudaBackend : public KernelBackend {
   CUevent start_ = nullptr, end_ = nullptr;
   int major_ = 0, minor_ = 0, l2_bytes_ = 0;
   std::map<std::string, std::string> lowered_;
+  // The fingerprint kernel in its own module (a candidate's build replaces module_ only).
+  // Without NVRTC's help it stays unset and inputs are checked by copying them back.
+  void load_harness_kernels() {
+    CudaCompile compiled = nvrtc_compile(kHarnessKernels, {"kforge_fingerprint"}, major_, minor_, "");
+    const Driver& cu = Driver::get();
+    if (!compiled.ok || cu.cuModuleLoadData(&harness_module_, compiled.cubin.data()) != CUDA_SUCCESS) return;
+    const std::string& name = compiled.lowered_names.count("kforge_fingerprint")
+                                  ? compiled.lowered_names.at("kforge_fingerprint")
+                                  : std::string("kforge_fingerprint");
+    if (cu.cuModuleGetFunction(&printer_.function, harness_module_, name.c_str()) != CUDA_SUCCESS ||
+        cu.cuMemAlloc(&printer_.result, sizeof(uint64_t)) != CUDA_SUCCESS) {
+      printer_.function = nullptr;
+      return;
+    }
+    printer_.blocks = 4 * attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  }
+
+  std::vector<void*> registered_;  // host blocks page-locked by register_host
+  CUmodule harness_module_ = nullptr;
+  Fingerprinter printer_;
+  std::string pin_note_;           // what register_host did, for describe()
+  PinnedStaging staging_;          // read-backs for the inputs-unchanged check
 };
 
 }  // namespace

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,28 @@ class DeviceBuffer {
   virtual void fill(uint8_t byte) = 0;
   //! True if both guard regions are intact (no write outside the data).
   virtual bool guards_intact() = 0;
+  //! A keyed 64-bit fingerprint of the data computed on the device (no copy to the host),
+  //! or nullopt where the backend has none (then matches() is the check). With a key the
+  //! candidate never sees, a changed input changes the print: one changed 8-byte word
+  //! always does; several cancel out with probability 2^-64.
+  virtual std::optional<uint64_t> fingerprint(uint64_t /*key*/, uint64_t /*salt*/) { return std::nullopt; }
+  //! True if the data equals the bytes()-long host block `expected` (the inputs-unchanged
+  //! check); else `first_diff` is the first byte that differs. Reads back through read();
+  //! backends with faster paths (CUDA: a pinned staging block) override it.
+  virtual bool matches(const void* expected, int64_t& first_diff) {
+    std::vector<uint8_t> now(static_cast<size_t>(bytes()));
+    read(now.data());
+    return same_bytes(now.data(), static_cast<const uint8_t*>(expected), now.size(), first_diff);
+  }
+
+ protected:
+  static bool same_bytes(const uint8_t* now, const uint8_t* expected, size_t count, int64_t& first_diff) {
+    if (std::memcmp(now, expected, count) == 0) return true;
+    size_t first = 0;
+    while (now[first] == expected[first]) ++first;
+    first_diff = static_cast<int64_t>(first);
+    return false;
+  }
 };
 
 //! A plan's kernels with their arguments bound to one set of buffers, ready to launch.
@@ -68,6 +92,10 @@ class KernelBackend {
   virtual TimingSample launch(BoundPlan& bound) = 0;
   //! Evicts device caches before a timed run (GPU: writes twice the L2 size); no-op on CPUs.
   virtual void flush_caches() = 0;
+  //! Makes copies between the device and host block [ptr, ptr + bytes) fast (CUDA: page-locks
+  //! it in place, read-only for the inputs), for as long as the backend lives. Best effort:
+  //! false (and copies stay correct, only slower) where the backend or host cannot.
+  virtual bool register_host(void* /*ptr*/, size_t /*bytes*/, bool /*read_only*/) { return false; }
 };
 
 //! OpenCL on the first device whose name or platform contains `device` (case-insensitive).

@@ -20,6 +20,13 @@ class ClDeviceBuffer : public DeviceBuffer {
   void read(void* dst) override { buffer_.read(queue_, dst); }
   void fill(uint8_t byte) override { buffer_.fill(queue_, byte); }
   bool guards_intact() override { return buffer_.canary_intact(queue_); }
+  // On a CPU device the data is host memory: compared where it lies, with no copy.
+  bool matches(const void* expected, int64_t& first_diff) override {
+    const uint8_t* data = buffer_.host_data();
+    if (!data || bytes() == 0) return DeviceBuffer::matches(expected, first_diff);
+    KFORGE_CL_CHECK(clFinish(queue_));
+    return same_bytes(data, static_cast<const uint8_t*>(expected), static_cast<size_t>(bytes()), first_diff);
+  }
   cl_mem mem() const { return buffer_.mem(); }
 
  private:

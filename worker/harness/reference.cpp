@@ -1,5 +1,6 @@
-// The harness's one libtorch translation unit: compiles and runs the reference
-// TorchScript, generates seeded inputs and times the eager baseline.
+// The harness's libtorch translation unit for the reference (its caching allocator is the
+// other, steady_allocator.cpp): compiles and runs the reference TorchScript, generates seeded
+// inputs and times the eager baseline.
 // Test: ctest -R harness_reference.
 #include "worker/harness/reference.h"
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -325,7 +327,7 @@ ReferenceRun Reference::output_shapes(const OpSpec& spec, const ShapeSet& shapes
 }
 
 Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads,
-                                          const TimingProtocol& protocol) const {
+                                          const TimingProtocol& protocol, BaselineAllocator allocator) const {
   Timing timing;
   if (rotations.empty()) {
     timing.error = "no inputs to time";
@@ -343,6 +345,13 @@ Reference::Timing Reference::time_forward(const std::vector<std::vector<HostTens
       stacks.push_back(std::move(stack));
     }
     c10::InferenceMode guard;
+    // The inputs above come from the default allocator; what forward() allocates (outputs,
+    // intermediates) comes from the caching one, as in a process that has run the op before.
+    std::optional<SteadyAllocatorScope> steady;
+    if (allocator == BaselineAllocator::caching) {
+      steady.emplace();
+      timing.caching_allocator = steady->installed();
+    }
     using clock = std::chrono::steady_clock;
     auto run = [&](int run_idx) {
       auto stack = stacks[static_cast<size_t>(run_idx) % stacks.size()];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "spec/op_spec.h"
+#include "worker/harness/steady_allocator.h"
 #include "worker/harness/timing.h"
 
 namespace kforge::harness {
@@ -68,12 +69,15 @@ class Reference {
     double median_ms = 0, min_ms = 0, iqr_ms = 0;  //!< copies of record's, for older callers
     int runs = 0;
     TimingRecord record;  //!< everything the protocol measured
+    bool caching_allocator = false;  //!< tensors came from the caching allocator (steady_allocator.h)
     std::string error;
   };
-  //! Times forward() with `threads` intra-op threads (0 keeps the current setting).
+  //! Times forward() with `threads` intra-op threads (0 keeps the current setting), its tensors
+  //! from `allocator` (caching: a SteadyAllocatorScope around the timed runs only).
   Timing time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads,
-                      const TimingProtocol& protocol) const;
-  //! The same with the default protocol but this window length and IQR target.
+                      const TimingProtocol& protocol,
+                      BaselineAllocator allocator = BaselineAllocator::caching) const;
+  //! The same with the default protocol (and the caching allocator) but this window length and IQR target.
   Timing time_forward(const std::vector<std::vector<HostTensor>>& rotations, int threads, double max_seconds,
                       double target_iqr_fraction) const;
 

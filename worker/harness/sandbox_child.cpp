@@ -62,11 +62,18 @@ bool SandboxChild::await_ready(std::string& error) {
 
 bool SandboxChild::exchange(const json& command, double timeout_s, const std::string& what, json& reply,
                             CheckResult& result) {
+  return send(command, what, result) && receive(timeout_s, what, reply, result);
+}
+
+bool SandboxChild::send(const json& command, const std::string& what, CheckResult& result) {
   SandboxProcess& proc = *process_;
-  if (!proc.write_all(command.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) {
-    proc.wait_exit(clock_type::now() + std::chrono::seconds(2));
-    return fail(result, Outcome::runtime_error, what + ": the sandbox process died: " + proc.describe_exit());
-  }
+  if (proc.write_all(command.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) return true;
+  proc.wait_exit(clock_type::now() + std::chrono::seconds(2));
+  return fail(result, Outcome::runtime_error, what + ": the sandbox process died: " + proc.describe_exit());
+}
+
+bool SandboxChild::receive(double timeout_s, const std::string& what, json& reply, CheckResult& result) {
+  SandboxProcess& proc = *process_;
   std::string line;
   auto sent = clock_type::now();
   auto deadline = sent + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));

@@ -46,6 +46,10 @@ class SandboxChild {
   //! The wait is added to result.child_ms.
   bool exchange(const nlohmann::json& command, double timeout_s, const std::string& what, nlohmann::json& reply,
                 CheckResult& result);
+  //! exchange() in two halves, so the parent can work while the child does: send() a
+  //! command, later receive() its reply (the same failures, named by `what`).
+  bool send(const nlohmann::json& command, const std::string& what, CheckResult& result);
+  bool receive(double timeout_s, const std::string& what, nlohmann::json& reply, CheckResult& result);
   //! Asks the child to exit (it is killed on destruction anyway).
   void quit();
 

@@ -5,6 +5,7 @@
 #include "worker/harness/sandbox_policy.h"
 
 #include <glob.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +115,16 @@ std::vector<std::string> child_env(const SandboxPolicy& policy, SandboxKind kind
     env["HOME"] = env_or("HOME", "/tmp");
   }
   if (kind == SandboxKind::kernel_cpu && !env.count("POCL_AFFINITY")) env["POCL_AFFINITY"] = "1";
+  // A CPU child runs PoCL only: the loader is not pointed at other vendors' libraries (on the
+  // H100 host OCL_ICD_FILENAMES also names libnvidia-opencl.so.1, which a child without the
+  // GPU's devices and seccomp allowances should never load).
+  if (kind == SandboxKind::kernel_cpu && env.count("OCL_ICD_FILENAMES")) {
+    std::string pocl_only;
+    for (const auto& library : split(env["OCL_ICD_FILENAMES"], ':'))
+      if (library.find("pocl") != std::string::npos) pocl_only += (pocl_only.empty() ? "" : ":") + library;
+    if (pocl_only.empty()) env.erase("OCL_ICD_FILENAMES");
+    else env["OCL_ICD_FILENAMES"] = pocl_only;
+  }
   if (kind == SandboxKind::python) {
     env["PYTHONDONTWRITEBYTECODE"] = "1";
     if (private_tmp) {
@@ -124,6 +135,22 @@ std::vector<std::string> child_env(const SandboxPolicy& policy, SandboxKind kind
   std::vector<std::string> out;
   for (const auto& [name, value] : env) out.push_back(name + "=" + value);
   return out;
+}
+
+// The folders of every shared library this process has loaded. The probe links the same
+// libtorch as the worker; where that lives outside the system folders (pip's torch under a
+// venv or /opt on a GPU host), the probe's view needs it or the loader finds nothing.
+std::vector<std::string> loaded_library_dirs() {
+  std::vector<std::string> dirs;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (!name.empty() && name[0] == '/') static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &dirs);
+  for (auto& path : dirs) path = dir_of(real_path(path));
+  return dirs;
 }
 
 // An interpreter's prefixes and sys.path (site-packages, .pth paths), asked once.
@@ -220,6 +247,8 @@ SandboxPolicy make_sandbox_policy(SandboxKind kind, const std::vector<std::strin
     for (const auto& path : python_paths(argv[0])) extra.push_back(path);
   }
   for (const auto& dir : split(env_or("LD_LIBRARY_PATH", ""), ':')) extra.push_back(real_path(dir));
+  if (kind == SandboxKind::probe)
+    for (const auto& dir : loaded_library_dirs()) extra.push_back(dir);
   for (const auto& dir : split(env_or("KFORGE_SANDBOX_READ_ONLY", ""), ':')) extra.push_back(real_path(dir));
   // The ICD files the loader is pointed at, and the folders they sit in (OCL_ICD_VENDORS
   // is a folder or a file; OCL_ICD_FILENAMES a list of libraries).

@@ -5,8 +5,13 @@
 // Run: ctest -R codegen_gpu (label gpu; bench/gpu/run_device.sh test runs it on the H100).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "tests/worker/codegen/suite_ops.h"
 #include "tests/worker/harness/harness_fixtures.h"
@@ -30,36 +35,58 @@ bool have_nvidia_gpu(std::string& why) {
   return true;
 }
 
-void check_ops_on_gpu(const std::string& target) {
+// One op: a Checker (GPU reference, sandboxes) and the first schedule's program checked;
+// "" when correct on the GPU, else what went wrong.
+std::string check_op_on_gpu(const char* name, const std::string& target, codegen::Target language) {
   harness::CheckOptions options = harness::testing::fast_options();
   options.target = target;
   options.device = "";  // CUDA device 0
   options.python = harness::testing::interpreter_python();
   options.trials = 2;
+  options.spares = 1;            // one program per Checker: no second child to start
   options.trial_timeout_s = 60;  // the first launch of a Triton kernel compiles it
+  auto spec = kforge::testing::suite_op(name);
+  auto analysis = codegen::analyze(spec);
+  if (!analysis.ok()) return std::string(name) + ": " + analysis.unsupported;
+  auto space = codegen::schedule_space(analysis, language);
+  if (space.empty()) return std::string(name) + ": no schedule";
+  std::string error;
+  auto checker = harness::Checker::create(spec, options, error);
+  if (!checker) return std::string(name) + " " + target + ": " + error;
+  auto gen = codegen::emit_program(analysis, space[0], language);
+  if (!gen.ok()) return std::string(name) + ": " + gen.unsupported;
+  auto result = checker->check(gen.program);
+  if (result.outcome != harness::Outcome::correct)
+    return std::string(name) + " " + target + " " + space[0].label() + ": " + result.message + "\n" + gen.program;
+  if (!result.environment.gpu) return std::string(name) + " " + target + ": not checked on a GPU";
+  return "";
+}
+
+// Every op, six at a time: each Checker spends most of its start-up importing torch in
+// its runners (CPU), which 16 cores overlap, while the GPU work is small.
+void check_ops_on_gpu(const std::string& target) {
   unsetenv("TRITON_INTERPRET");
   codegen::Target language = codegen::Target::opencl;
   ASSERT_TRUE(codegen::parse_target(target, language));
-  for (const char* name : {"silu_mul", "add_bcast_3d", "embedding", "cat_last", "flip_last", "pow_tensor",
-                           "softmax_last", "layer_norm", "sum_dim0", "amax_dim1_3d", "mse_loss", "cumsum_last",
-                           "cumsum_dim0", "argmax_last", "linear_gelu", "bmm", "attention", "matmul"}) {
-    auto spec = kforge::testing::suite_op(name);
-    auto analysis = codegen::analyze(spec);
-    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
-    auto space = codegen::schedule_space(analysis, language);
-    ASSERT_FALSE(space.empty()) << name;
-    std::string error;
-    auto checker = harness::Checker::create(spec, options, error);
-    ASSERT_TRUE(checker) << name << " " << target << ": " << error;
-    for (size_t pick = 0; pick < 1; ++pick) {
-      auto gen = codegen::emit_program(analysis, space[pick], language);
-      ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
-      auto result = checker->check(gen.program);
-      EXPECT_EQ(result.outcome, harness::Outcome::correct)
-          << name << " " << target << " " << space[pick].label() << ": " << result.message << "\n" << gen.program;
-      EXPECT_TRUE(result.environment.gpu) << name << " " << target;
+  const std::vector<const char*> names = {"silu_mul",     "add_bcast_3d", "embedding",   "cat_last",    "flip_last",
+                                          "pow_tensor",   "softmax_last", "layer_norm",  "sum_dim0",    "amax_dim1_3d",
+                                          "mse_loss",     "cumsum_last",  "cumsum_dim0", "argmax_last", "linear_gelu",
+                                          "bmm",          "attention",    "matmul"};
+  std::vector<std::string> failures(names.size());
+  std::atomic<size_t> next{0};
+  auto started = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t op_idx = next++; op_idx < names.size(); op_idx = next++) {
+      failures[op_idx] = check_op_on_gpu(names[op_idx], target, language);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::fprintf(stderr, "[%6.1f s] %s %s: %s\n", s, target.c_str(), names[op_idx],
+                   failures[op_idx].empty() ? "correct" : "FAILED");
     }
-  }
+  };
+  std::vector<std::thread> pool;
+  for (int thread_idx = 0; thread_idx < 6; ++thread_idx) pool.emplace_back(worker);
+  for (auto& thread : pool) thread.join();
+  for (size_t op_idx = 0; op_idx < names.size(); ++op_idx) EXPECT_EQ(failures[op_idx], "") << names[op_idx];
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ TEST(CheckCommand, PrintsCorrectResultJsonAndExitsZero) {
   EXPECT_EQ(result["trials_passed"], 2 + 1 + 1 + 1);  // + the unpublished-shapes trial (issue 14)
   EXPECT_GT(result["kernel"]["median_ms"].get<double>(), 0);
   EXPECT_GT(result["baseline"]["median_ms"].get<double>(), 0);
+  EXPECT_NE(result["environment"]["baseline"].get<std::string>().find("caching allocator"), std::string::npos)
+      << "eager's outputs come from the caching allocator unless --baseline-allocator default";
 }
 
 TEST(CheckCommand, WrongKernelExitsOneWithMismatch) {
@@ -72,4 +74,12 @@ TEST(CheckCommand, UnknownSparePolicyExitsTwoNamingIt) {
                                                "--spare-policy", "eager"});
   EXPECT_EQ(status, 2) << output;
   EXPECT_NE(output.find("unknown spare policy 'eager' (settle, gate or overlap)"), std::string::npos) << output;
+}
+
+TEST(CheckCommand, UnknownBaselineAllocatorExitsTwoNamingIt) {
+  auto [status, output] = kforge::run_command({kforge::test::bin_path("kforge-worker"), "check",
+                                               write_temp("op4.json", kOp), write_temp("k4.cl", kSiluMulKernel),
+                                               "--baseline-allocator", "jemalloc"});
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_NE(output.find("--baseline-allocator: is 'jemalloc'; use caching or default"), std::string::npos) << output;
 }

@@ -38,12 +38,32 @@ TEST(Checker, ElementwiseSiluMulIsCorrectAndTimed) {
   EXPECT_EQ(result.environment.torch_threads, result.environment.compute_units);
   EXPECT_NE(result.environment.baseline.find("allocated by the op on every call"), std::string::npos)
       << "the result says how the eager baseline allocates: " << result.environment.baseline;
+  EXPECT_NE(result.environment.baseline.find("from a caching allocator that reuses freed blocks"), std::string::npos)
+      << "the default is the steady state: " << result.environment.baseline;
   EXPECT_FALSE(result.weak_test);
   EXPECT_EQ(result.program_hash.size(), 64u);
   auto json = nlohmann::json::parse(result.to_json());
   EXPECT_EQ(json["outcome"], "correct");
   EXPECT_TRUE(json.contains("speedup"));
   EXPECT_TRUE(json["environment"].contains("opencl_c_version"));
+}
+
+TEST(Checker, DefaultBaselineAllocatorIsNamedAndKeptApartInTheResultCache) {
+  REQUIRE_OPENCL();
+  CheckOptions options = fast_options();
+  options.time = true;
+  options.baseline_allocator = BaselineAllocator::default_cpu;
+  auto result = check_candidate(silu_mul_op(), kSiluMulKernel, options);
+  ASSERT_EQ(result.outcome, Outcome::correct) << result.message;
+  ASSERT_TRUE(result.baseline);
+  EXPECT_GT(result.baseline->median_ms, 0);
+  EXPECT_NE(result.environment.baseline.find("libtorch's default CPU allocator, glibc malloc"), std::string::npos)
+      << result.environment.baseline;
+  EXPECT_EQ(result.environment.baseline.find("caching"), std::string::npos) << result.environment.baseline;
+  CheckOptions caching = options;
+  caching.baseline_allocator = BaselineAllocator::caching;
+  EXPECT_NE(result_store_key(result, options), result_store_key(result, caching))
+      << "a stored timing against one allocator is never served for the other";
 }
 
 // Another process's hold on the timing lock: a fresh file, locked, let go `hold` after it was

@@ -89,4 +89,31 @@ TEST(CudaBackend, WritePastTheOutputIsCaughtByTheGuard) {
 }
 
 }  // namespace
+// The inputs-unchanged check on the device: the same bytes give the same keyed print, one
+// changed byte (in the 8-byte words or the odd tail) or another key gives another.
+TEST(CudaBackend, FingerprintFollowsTheBytesAndTheKey) {
+  REQUIRE_CUDA(backend);
+  const int64_t bytes = (int64_t{1} << 20) + 5;  // words and a 5-byte tail
+  std::vector<uint8_t> data(static_cast<size_t>(bytes));
+  std::mt19937 rng(7);
+  for (auto& byte : data) byte = static_cast<uint8_t>(rng());
+  auto buffer = backend->allocate(bytes);
+  buffer->write(data.data());
+  auto first = buffer->fingerprint(11, 13);
+  ASSERT_TRUE(first.has_value()) << "the CUDA backend fingerprints on the device";
+  EXPECT_EQ(buffer->fingerprint(11, 13), first);
+  EXPECT_NE(buffer->fingerprint(12, 13), first);
+  for (int64_t at : {int64_t{0}, bytes / 2, bytes - 1}) {
+    auto changed = data;
+    changed[static_cast<size_t>(at)] ^= 0x01;
+    buffer->write(changed.data());
+    EXPECT_NE(buffer->fingerprint(11, 13), first) << "byte " << at;
+    int64_t first_diff = -1;
+    EXPECT_FALSE(buffer->matches(data.data(), first_diff));
+    EXPECT_EQ(first_diff, at);
+  }
+  buffer->write(data.data());
+  EXPECT_EQ(buffer->fingerprint(11, 13), first);
+}
+
 }  // namespace kforge::harness

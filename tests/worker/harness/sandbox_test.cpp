@@ -3,6 +3,7 @@
 // syscall is killed by the seccomp filter before it runs, the child sees none of the
 // worker's environment, cannot write the host's files, see other processes or open an
 // internet socket. Run: ctest -R harness_sandbox.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -10,7 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -246,6 +249,41 @@ TEST(Sandbox, GpuChildSeesTheIcdFolderTheLoaderIsPointedAt) {
   std::string out = child->stdout_tail(1 << 16);
   EXPECT_NE(out.find("dir=" + folder.string()), std::string::npos) << out;
   EXPECT_NE(out.find("libvendor-opencl.so.1"), std::string::npos) << "the ICD file is hidden: " << out;
+  std::filesystem::remove_all(folder);
+}
+
+// The H100 host points the ICD loader at PoCL and NVIDIA through OCL_ICD_FILENAMES: a GPU
+// child gets both, a CPU child PoCL alone (it never loads another vendor's library).
+TEST(Sandbox, CpuChildIsPointedAtPoclAloneGpuChildAtEveryVendor) {
+  ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"OCL_ICD_FILENAMES", "libpocl.so.2:libnvidia-opencl.so.1"}});
+  for (auto [kind, expected] : {std::pair{SandboxKind::kernel_cpu, "icd=libpocl.so.2;"},
+                                std::pair{SandboxKind::kernel_gpu, "icd=libpocl.so.2:libnvidia-opencl.so.1;"}}) {
+    auto child = run_to_end({"/bin/sh", "-c", "echo \"icd=$OCL_ICD_FILENAMES;\""}, kind);
+    ASSERT_TRUE(child);
+    std::string out = child->stdout_tail(1 << 16);
+    EXPECT_NE(out.find(expected), std::string::npos) << out;
+  }
+}
+
+// The probe links libtorch; on a GPU host pip's torch lives outside the system folders
+// (a venv, /opt), and the probe's view must hold the folder the worker loaded it from.
+TEST(Sandbox, ProbeSeesTheFoldersOfTheLibrariesTheWorkerLoaded) {
+  Dl_info info{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::cos), &info), 0);
+  auto folder = std::filesystem::temp_directory_path() / ("kforge-libs-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  std::filesystem::copy_file(info.dli_fname, folder / "libkforge_copy.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  void* handle = ::dlopen((folder / "libkforge_copy.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_TRUE(handle) << ::dlerror();
+  auto has = [&](const SandboxPolicy& policy) {
+    return std::find(policy.read_only.begin(), policy.read_only.end(), folder.string()) != policy.read_only.end();
+  };
+  EXPECT_TRUE(has(make_sandbox_policy(SandboxKind::probe, {"/bin/true"})));
+  EXPECT_FALSE(has(make_sandbox_policy(SandboxKind::kernel_cpu, {"/bin/true"})))
+      << "a kernel's view stays minimal: it links no libtorch";
+  ::dlclose(handle);
   std::filesystem::remove_all(folder);
 }
 
