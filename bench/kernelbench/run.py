@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -207,7 +208,9 @@ def summarize(rows, checked):
         return summary
     verified = [r for r in lowered if r.get("outcome") == "correct" and not r.get("suspicious")]
     summary["verified_share"] = round(len(verified) / len(rows), 4)
-    summary["fast1_vs_eager"] = round(sum(1 for r in verified if (r.get("speedup_vs_eager") or 0) > 1) / len(rows), 4)
+    if any(r.get("speedup_vs_eager") is not None for r in verified):  # else an untimed run (--no-time)
+        summary["fast1_vs_eager"] = round(
+            sum(1 for r in verified if (r.get("speedup_vs_eager") or 0) > 1) / len(rows), 4)
     if any(r.get("speedup_vs_compile") is not None for r in verified):
         summary["fast1_vs_compile"] = round(
             sum(1 for r in verified if (r.get("speedup_vs_compile") or 0) > 1) / len(rows), 4)
@@ -291,7 +294,7 @@ def main(argv=None):
         print(f"level{level} {row['problem'][:48]:48s} {row['import_s']:6.1f}s {status}", flush=True)
         return row
 
-    command = "python3 bench/kernelbench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python3 bench/kernelbench/run.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     rows = []
     env = environment(args)
     kept, commands = [], [command]
