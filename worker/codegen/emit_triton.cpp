@@ -293,13 +293,8 @@ void TritonEmitter::window(const Stage& stage, const std::string& name, std::str
   names.x = x;
   names.w = w;
   names.coords = coords;
-  int counter = 0;
-  bool need_coords = true;
-  ExprEmitter e = element_expr(stage, k, coords, &counter, need_coords);
-  e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
-  e.known[stage.anchor] = "acc";
-  const std::string result = e.value(stage.root, coords);
-  const std::string lines = e.take_lines("    ");
+  std::string result;
+  const std::string lines = window_epilogue(stage, k, coords, result);
   std::ostringstream body;
   body << element_head(k, out_shape, n);
   body << coordinate_lines(k, out_shape);
@@ -308,6 +303,19 @@ void TritonEmitter::window(const Stage& stage, const std::string& name, std::str
   k.body = body.str();
   (void)err;
   kernels_.push_back(k);
+}
+
+// The stage's epilogue on `acc`, the window's value, at the output coordinates: its lines,
+// and the value to store in `result`.
+std::string TritonEmitter::window_epilogue(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
+                                           std::string& result) {
+  int counter = 0;
+  bool need_coords = true;
+  ExprEmitter e = element_expr(stage, k, coords, &counter, need_coords);
+  e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
+  e.known[stage.anchor] = "acc";
+  result = e.value(stage.root, coords);
+  return e.take_lines("    ");
 }
 
 // ------------------------------------------------------------- scan, arg_reduce

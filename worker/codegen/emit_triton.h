@@ -93,6 +93,8 @@ class TritonEmitter : public StageBuffers {
   void scan(const Stage& stage, const std::string& name, std::string& err);
   void arg_reduce(const Stage& stage, const std::string& name, std::string& err);
   void window(const Stage& stage, const std::string& name, std::string& err);
+  std::string window_epilogue(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
+                              std::string& result);
   // emit_triton_conv.cpp
   bool conv_as_gemm(const Node& node) const;
   void conv_gemm(const Stage& stage, const std::string& name, std::string& err);

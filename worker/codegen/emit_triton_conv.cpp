@@ -105,13 +105,9 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   for (int sd = 0; sd < spatial; ++sd) body << "    c" << 2 + sd << " = " << pos[sd] << "[:, None]\n";
   body << "    mask = (rm[:, None] < " << M << ") & (rn[None, :] < " << cout_group << ")\n";
   body << "    offs = " << offset_expr(out_shape, coords, [&](const Dim& d) { return dim(k, d); }) << "\n";
-  int counter = 0;
-  bool need_coords = true;
-  ExprEmitter e = element_expr(stage, k, coords, &counter, need_coords);
-  e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
-  e.known[stage.anchor] = "acc";
-  const std::string result = e.value(stage.root, coords);
-  body << e.take_lines("    ") << "    tl.store(" << out << " + offs, " << result << ", mask=mask)\n";
+  std::string result;
+  body << window_epilogue(stage, k, coords, result) << "    tl.store(" << out << " + offs, " << result
+       << ", mask=mask)\n";
   k.body = body.str();
   kernels_.push_back(k);
 }
