@@ -205,7 +205,7 @@ class Importer {
       if (!(to[axis].is_literal() && to[axis].value == 1))
         known_expr += (known_expr.empty() ? "" : " * ") + to[axis].expr();
     }
-    const Shape& from = shape(x);
+    const Shape from = shape(x);
     if (inferred >= 0) {
       if (known == 0 || numel_value(from) % known != 0) throw Unsupported("view / reshape: sizes do not divide");
       to[inferred] = known_expr.empty() ? product_dim(from, "view_size")
@@ -231,7 +231,7 @@ class Importer {
 
   // `a` with the adjacent `axes` merged into one dim.
   int merge_run(int a, const std::vector<int>& axes) {
-    const Shape& s = shape(a);
+    const Shape s = shape(a);
     Shape merged(s.begin(), s.begin() + axes.front());
     merged.push_back(product_dim(Shape(s.begin() + axes.front(), s.begin() + axes.back() + 1), "merged_size"));
     merged.insert(merged.end(), s.begin() + axes.back() + 1, s.end());
@@ -278,7 +278,7 @@ class Importer {
     node.op = op;
     node.args = {a};
     node.axes = axes;
-    const Shape& in = shape(a);
+    const Shape in = shape(a);
     for (int axis = 0; axis < static_cast<int>(in.size()); ++axis) {
       bool reduced = std::find(axes.begin(), axes.end(), axis) != axes.end();
       if (!reduced) node.shape.push_back(in[axis]);
@@ -308,7 +308,7 @@ class Importer {
   // torch.cat along `dim`: the joined size is a formula over the parts' sizes.
   int concat(const std::vector<int>& parts, int64_t dim) {
     if (parts.empty()) throw Unsupported("cat of an empty list");
-    const Shape& first = shape(parts[0]);
+    const Shape first = shape(parts[0]);
     int rank = static_cast<int>(first.size());
     int axis = static_cast<int>(dim < 0 ? dim + rank : dim);
     if (axis < 0 || axis >= rank) throw Unsupported("cat dim " + std::to_string(dim) + " out of range");
@@ -320,7 +320,7 @@ class Importer {
     Dim joined = first[axis];
     std::string formula = first[axis].expr();
     for (size_t part = 1; part < parts.size(); ++part) {
-      const Shape& s = shape(parts[part]);
+      const Shape s = shape(parts[part]);
       if (static_cast<int>(s.size()) != rank) throw Unsupported("cat of tensors of different ranks");
       for (int other = 0; other < rank; ++other)
         if (other != axis && s[other].value != first[other].value)
@@ -501,7 +501,7 @@ class Importer {
   // elements are adjacent), normalised along the last dim, reshaped back, then the
   // per-channel affine.
   int group_norm(int x, int64_t groups, const torch::jit::Value* weight, const torch::jit::Value* bias, double eps) {
-    const Shape& s = shape(x);
+    const Shape s = shape(x);
     if (s.size() < 2) throw Unsupported("group_norm needs an [N, C, ...] input");
     if (groups < 1 || s[1].value % groups != 0) throw Unsupported("group_norm: channels not divisible by groups");
     Shape spatial(s.begin() + 2, s.end());
@@ -798,7 +798,7 @@ void Importer::visit(torch::jit::Node* node) {
   }
   if (visit_composite(kind, node) || visit_window(kind, node)) return;
   if (kind == "aten::size" && in.size() == 2) {
-    const Shape& s = shape(tensor(arg(0)));
+    const Shape s = shape(tensor(arg(0)));
     auto axis = static_cast<int64_t>(number(arg(1)));
     if (axis < 0) axis += static_cast<int64_t>(s.size());
     Val v;
@@ -814,7 +814,7 @@ void Importer::visit(torch::jit::Node* node) {
   if (kind == "aten::flatten") {
     // flatten(x, start_dim, end_dim): one reshape merging the dims between.
     int x = tensor(arg(0));
-    const Shape& sx = shape(x);
+    const Shape sx = shape(x);
     if (sx.empty()) return set(out, x);
     const int first = axis_of(x, static_cast<int64_t>(number(arg(1)))), last = axis_of(x, static_cast<int64_t>(number(arg(2))));
     if (first >= last) return set(out, x);
