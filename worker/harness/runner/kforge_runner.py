@@ -210,6 +210,10 @@ class Runner:
             self.spin_ms = 0.1  # the first spin, before the host's launch time is known
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from guards import fix_interpreter_scalar_index
+
+            fix_interpreter_scalar_index()
         if role == "candidate":
             from guards import ForwardGuard, LaunchCounter
 
@@ -429,7 +433,7 @@ class Runner:
             return host_ms, lambda: start.elapsed_time(end)
 
         done = []
-        host_ms_per_run = [self.spin_ms / 2]
+        host_ms_per_run = [self.spin_ms / 2 if self.gpu else 0.0]
 
         def one_run(run_idx):
             if not done:
