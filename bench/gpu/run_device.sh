@@ -74,7 +74,7 @@ stage_test() {
   local started=$SECONDS
   # The whole suite that this build has (no HTTP tests), against a throwaway PostgreSQL
   # from the bundle; gpu-labelled tests run for real here.
-  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
+  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j "${TEST_JOBS:-8}" ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
