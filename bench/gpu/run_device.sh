@@ -78,6 +78,8 @@ stage_test() {
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
+  # Every test's whole output, skipped ones included (ctest prints only failures).
+  cp build-gpu/Testing/Temporary/LastTest.log "$OUT/test_all_output.log" 2>/dev/null || true
   return 0
 }
 
