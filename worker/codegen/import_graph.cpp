@@ -467,7 +467,10 @@ class Importer {
   // norms); a run of axes is normalised over one merged dim and reshaped back.
   int normalized(int x, const std::vector<int>& axes, double eps) {
     if (regrouped(x, axes)) {
-      if (adjacent(axes)) return reshape(normalized(merge_run(x, axes), {axes.front()}, eps), shape(x));
+      if (adjacent(axes)) {
+        const Shape back = shape(x);  // a copy: the nodes added below may move the node vector
+        return reshape(normalized(merge_run(x, axes), {axes.front()}, eps), back);
+      }
       // Normalised in the permuted order, then read back through the inverse permutation.
       const std::vector<int> order = kept_first(x, axes);
       const int rank = static_cast<int>(order.size());
