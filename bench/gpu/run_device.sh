@@ -7,6 +7,7 @@
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
+#           (TIMING_ARGS: its extra flags; default --worker build-gpu/bin/kforge-worker, the CUDA case)
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
 #           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
@@ -73,10 +74,12 @@ stage_test() {
   local started=$SECONDS
   # The whole suite that this build has (no HTTP tests), against a throwaway PostgreSQL
   # from the bundle; gpu-labelled tests run for real here.
-  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j 8 ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
+  KFORGE_RUNNER_DEVICE=cuda bounded scripts/test.sh build-gpu -j "${TEST_JOBS:-8}" ${TESTS:+-R "$TESTS"} > "$OUT/test.log" 2>&1
   local rc=$?
   log "test rc=$rc in $((SECONDS - started)) s: $(grep -E 'tests passed|tests failed' "$OUT/test.log" | tail -1)"
   grep -E "\(Failed\)|\(Skipped\)|Not Run|Timeout" "$OUT/test.log" | head -20
+  # Every test's whole output, skipped ones included (ctest prints only failures).
+  cp build-gpu/Testing/Temporary/LastTest.log "$OUT/test_all_output.log" 2>/dev/null || true
   return 0
 }
 
@@ -85,7 +88,8 @@ stage_check() {
 }
 
 stage_timing() {
-  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out "$OUT/timing.json" \
+  bounded python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py \
+    ${TIMING_ARGS---worker build-gpu/bin/kforge-worker} --out "$OUT/timing.json" \
     2>&1 | tee "$OUT/timing.log" | tail -20
 }
 

@@ -2,8 +2,12 @@
 # kernels, side by side in one process run: a Triton add (memory-bound) and a Triton
 # softmax through the Python runner's `time` command, and PyTorch eager and
 # torch.compile through the reference runner; each also timed with do_bench (median).
-# Also repeats one kforge timing several times (spread of the medians).
-# Usage (GPU host): python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py --out t.json
+# A CUDA kernel through the C++ sandbox (kforge-worker check --target cuda) against
+# do_bench of the same source built with torch's load_inline. Also repeats one kforge
+# timing several times (spread of the medians), and times the Python runner's protocol
+# synchronised per run ("dense": false) beside its default batched loop.
+# Usage (GPU host): python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py
+#                   --worker build-gpu/bin/kforge-worker --out t.json
 import argparse
 import importlib.util
 import json
@@ -110,9 +114,9 @@ def runner(path, role, arena):
     return proc, send
 
 
-def kforge_time(send, arena, mode="eager", seconds=1.0, spin=True):
+def kforge_time(send, arena, mode="eager", seconds=1.0, spin=True, dense=True):
     reply = send({"cmd": "time", "sets": arena.sets(), "mode": mode, "max_seconds": seconds, "target_iqr": 0.01,
-                  "input_region": arena.input_region, "arena_bytes": arena.total, "spin": spin})
+                  "input_region": arena.input_region, "arena_bytes": arena.total, "spin": spin, "dense": dense})
     assert reply["ok"], reply
     return reply
 
@@ -138,6 +142,7 @@ def synced_bench(fn, runs=2000):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", required=True)
+    parser.add_argument("--worker", help="kforge-worker: adds the CUDA case (C++ sandbox)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     cases = []
@@ -149,6 +154,7 @@ def main():
         assert send({"cmd": "build", "source": source})["ok"]
         medians = [kforge_time(send, arena)["median_ms"] for _ in range(5)]
         no_spin = [kforge_time(send, arena, spin=False)["median_ms"] for _ in range(3)]
+        synced = [kforge_time(send, arena, dense=False)["median_ms"] for _ in range(3)]
         proc.stdin.close()
         proc.wait()
         x, y = (t.cuda() for t in arena.host[0])
@@ -161,6 +167,7 @@ def main():
         row = case_row(name, medians, bench)
         # Where a difference comes from: kforge without its spin, do_bench synchronised per call.
         row["kforge_no_spin_ms"] = sorted(no_spin)[1]
+        row["kforge_synced_ms"] = sorted(synced)[1]
         row["do_bench_synced_ms"] = synced_bench(lambda: module.forward(x, y))
         cases.append(row)
     # PyTorch eager and torch.compile through the reference runner (the baselines' path).
@@ -178,6 +185,13 @@ def main():
     cfn(x, y)
     cases.append(case_row("eager_silu_mul_4096", eager, do_bench(lambda: fn(x, y), return_mode="median")))
     cases.append(case_row("compile_silu_mul_4096", compiled, do_bench(lambda: cfn(x, y), return_mode="median")))
+    cuda_error = None
+    if args.worker:
+        try:
+            cases.append(cuda_case(args.worker))
+        except Exception as error:  # noqa: BLE001 (load_inline needs nvcc and ninja; say why, keep the rest)
+            cuda_error = f"{type(error).__name__}: {error}"[:2000]
+            print("cuda case failed:", cuda_error)
     # The copy ceiling: a 1 GiB device-to-device copy, bytes read + written per second.
     src = torch.empty(1 << 28, dtype=torch.float32, device="cuda").normal_()
     dst = torch.empty_like(src)
@@ -187,19 +201,57 @@ def main():
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
         "copy_ceiling_gbps": copy_ceiling_gbps,
         "cases": cases,
+        "cuda_case_error": cuda_error,
         "timing_vs_do_bench_max_rel_diff": max(abs(c["rel_diff"]) for c in cases),
         "timing_spread_pct_max": max(c["spread_of_medians_pct"] for c in cases),
-        "command": "python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py",
+        "command": "python3 bench/gpu/timing_vs_do_bench.py --runner build-gpu/bin/runner/kforge_runner.py"
+                   + (" --worker build-gpu/bin/kforge-worker" if args.worker else ""),
     }
     with open(args.out, "w") as file:
         json.dump(result, file, indent=1)
     for c in cases:
         print(f"{c['case']:28s} kforge {c['kforge_median_ms']:.4f} ms  do_bench {c['do_bench_ms']:.4f} ms  "
               f"diff {100 * c['rel_diff']:+.1f}%  spread of 5 medians {c['spread_of_medians_pct']:.2f}%"
-              + (f"  (kforge no spin {c['kforge_no_spin_ms']:.4f}, do_bench synced {c['do_bench_synced_ms']:.4f})"
-                 if "kforge_no_spin_ms" in c else ""))
+              + (f"  (kforge no spin {c['kforge_no_spin_ms']:.4f}, kforge synced {c['kforge_synced_ms']:.4f}, "
+                 f"do_bench synced {c['do_bench_synced_ms']:.4f})" if "kforge_no_spin_ms" in c else ""))
     print("max |diff|", round(result["timing_vs_do_bench_max_rel_diff"] * 100, 2), "%; copy ceiling",
           round(copy_ceiling_gbps), "GB/s")
+
+
+CUDA_OP = "suite/level2/silu_mul.json"
+CUDA_PROGRAM = "tests/worker/harness/adversarial_gpu/honest.cu"  # silu(x) * y, 256 threads per block
+
+
+def cuda_case(worker):
+    """The C++ sandbox's protocol (kforge-worker check --target cuda, 5 checks) against
+    do_bench of the same kernel source, launched the same way through load_inline."""
+    from torch.utils.cpp_extension import load_inline
+
+    medians = []
+    for _ in range(5):
+        out = subprocess.run([worker, "check", CUDA_OP, CUDA_PROGRAM, "--target", "cuda", "--no-compile-baseline",
+                              "--time-budget", "1"], capture_output=True, text=True, check=False)
+        result = json.loads(out.stdout.splitlines()[0])
+        assert result["outcome"] == "correct", result
+        medians.append(result["kernel"]["median_ms"])
+    with open(CUDA_PROGRAM) as file:
+        kernel = "".join(line for line in file if not line.startswith("// kforge-launch"))
+    launcher = kernel + """
+torch::Tensor silu_mul(torch::Tensor x, torch::Tensor y) {
+  auto out = torch::empty_like(x);
+  int n = static_cast<int>(x.numel());
+  k<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+  return out;
+}
+"""
+    module = load_inline("kforge_timing_silu_mul", cpp_sources="torch::Tensor silu_mul(torch::Tensor x, torch::Tensor y);",
+                         cuda_sources="#include <torch/extension.h>\n" + launcher, functions=["silu_mul"])
+    x = torch.randn(4096, 2048, device="cuda")
+    y = torch.randn(4096, 2048, device="cuda")
+    torch.testing.assert_close(module.silu_mul(x, y), torch.sigmoid(x) * x * y)
+    row = case_row("cuda_silu_mul_4096x2048", medians, do_bench(lambda: module.silu_mul(x, y), return_mode="median"))
+    row["do_bench_synced_ms"] = synced_bench(lambda: module.silu_mul(x, y))
+    return row
 
 
 def case_row(name, medians, bench):

@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -149,8 +150,27 @@ def lower(row, bin_dir, target, programs_dir, timeout):
     return path
 
 
+def odd_shapes_op(op_path, work):
+    """The op with its first extra shape set as the main shapes and the rest as extra shapes
+    (as the codegen tests check suite ops): KernelBench's GPU-sized main shapes are far too
+    big for a CPU, the extra shapes are small and odd."""
+    with open(op_path) as file:
+        op = json.load(file)
+    extra = op.get("extra_shapes") or []
+    if extra:
+        for spec in op["inputs"]:
+            spec["shape"] = extra[0].get(spec["name"], spec["shape"])
+        op["extra_shapes"] = extra[1:]
+    path = os.path.join(work, "ops_odd", os.path.basename(os.path.dirname(op_path)), os.path.basename(op_path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as file:
+        json.dump(op, file, indent=1)
+    return path
+
+
 def check(row, program, args):
-    cmd = [os.path.join(args.bin, "kforge-worker"), "check", row["op"], program, "--device", args.device]
+    op = odd_shapes_op(row["op"], args.work) if args.odd_shapes else row["op"]
+    cmd = [os.path.join(args.bin, "kforge-worker"), "check", op, program, "--device", args.device]
     cmd += (["--target", args.target] if args.target != "opencl" else []) + args.check_flags.split()
     if args.timing_lock:
         cmd += ["--timing-lock", os.path.abspath(args.timing_lock)]
@@ -188,7 +208,9 @@ def summarize(rows, checked):
         return summary
     verified = [r for r in lowered if r.get("outcome") == "correct" and not r.get("suspicious")]
     summary["verified_share"] = round(len(verified) / len(rows), 4)
-    summary["fast1_vs_eager"] = round(sum(1 for r in verified if (r.get("speedup_vs_eager") or 0) > 1) / len(rows), 4)
+    if any(r.get("speedup_vs_eager") is not None for r in verified):  # else an untimed run (--no-time)
+        summary["fast1_vs_eager"] = round(
+            sum(1 for r in verified if (r.get("speedup_vs_eager") or 0) > 1) / len(rows), 4)
     if any(r.get("speedup_vs_compile") is not None for r in verified):
         summary["fast1_vs_compile"] = round(
             sum(1 for r in verified if (r.get("speedup_vs_compile") or 0) > 1) / len(rows), 4)
@@ -213,6 +235,15 @@ def environment(args):
     return env
 
 
+def default_python():
+    """This python when it can import torch (a GPU host's venv), else Debian's python3."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None or not os.path.exists("/usr/bin/python3"):
+        return sys.executable
+    return "/usr/bin/python3"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernelbench", required=True, help="KernelBench checkout (holds KernelBench/level1...)")
@@ -227,11 +258,15 @@ def main(argv=None):
     parser.add_argument("--device", default="", help="kforge-worker check --device (default: cuda, or PoCL's cpu)")
     parser.add_argument("--check-flags", default="--trials 3", help="extra kforge-worker check flags")
     parser.add_argument("--timing-lock", default="", help="a file: checks run side by side take turns to time")
+    parser.add_argument("--odd-shapes", action="store_true",
+                        help="check on each op's first extra shape set as its main shapes (CPU-sized; timings "
+                             "from such a run are not KernelBench's)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows already in --out and replace only the selected problems' rows")
     parser.add_argument("--jobs", type=int, default=1, help="problems imported (and checked) side by side")
-    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
-                        help="a python with torch for the importer")
+    parser.add_argument("--python", default=default_python(),
+                        help="a python with torch for the importer (default: this python if it has torch, "
+                             "else /usr/bin/python3)")
     parser.add_argument("--import-memory-gib", type=int, default=8, help="address-space limit of one import")
     parser.add_argument("--import-timeout", type=int, default=300)
     parser.add_argument("--check-timeout", type=int, default=900)
@@ -269,7 +304,7 @@ def main(argv=None):
         print(f"level{level} {row['problem'][:48]:48s} {row['import_s']:6.1f}s {status}", flush=True)
         return row
 
-    command = "python3 bench/kernelbench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python3 bench/kernelbench/run.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     rows = []
     env = environment(args)
     kept, commands = [], [command]
@@ -285,6 +320,8 @@ def main(argv=None):
         result = {"command": command, "commands": commands, "environment": env,
                   "target": args.target if args.lower else None, "device": args.device if args.check else None,
                   "checked": args.check, "complete": len(rows) == len(work)}
+        if args.check and args.odd_shapes:
+            result["shapes"] = "odd: each op's first extra shape set as its main shapes"
         every = sorted(kept + rows, key=lambda r: (r["level"], problem_number(r["problem"])))
         for level in sorted({r["level"] for r in every} | set(levels)):
             result[f"level{level}"] = summarize([r for r in every if r["level"] == level], args.check)

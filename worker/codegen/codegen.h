@@ -51,19 +51,24 @@ struct Schedule {
   int stages = 3;     //!< triton: num_stages (software pipelining of matmul loads)
   int block_m = 64, block_n = 64, block_k = 32;  //!< triton matmul tile
   int group_m = 8;    //!< triton matmul: rows of tiles per program group (L2 reuse swizzle)
+  int window_gemm = 1;  //!< triton convs: 1 = implicit GEMM on block_m x block_n x block_k tl.dot tiles
+                        //!< (when C_out / groups >= 8), 0 = BLOCK outputs per program, one window walk each
+  //! triton matmuls: 1 = tl.dot with input_precision "tf32x3" (each fp32 product as three TF32
+  //! products on tensor cores, a_hi*b_hi + a_hi*b_lo + a_lo*b_hi: close to fp32's error), 0 = "ieee"
+  int dot_x3 = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;
 };
 
 //! What kind of kernel one stage becomes.
-enum class StageKind { pointwise, reduce_rows, reduce_full, matmul, scan, arg_reduce };
+enum class StageKind { pointwise, reduce_rows, reduce_full, matmul, scan, arg_reduce, window };
 
 //! One kernel of the program: the node it produces and the nodes fused into it.
 struct Stage {
   StageKind kind = StageKind::pointwise;
   int root = -1;       //!< node whose value the stage writes (to `out` or a scratch buffer)
-  int anchor = -1;     //!< matmul stages: the matmul node (root is its fused epilogue); scan / arg_reduce stages: that node
+  int anchor = -1;     //!< matmul / window stages: that node (root is its fused epilogue); scan / arg_reduce stages: that node
   std::vector<int> reduce_axes;  //!< reduce stages: axes reduced (of the reduce input)
   Shape reduce_shape;            //!< reduce stages: shape of the reduced tensor
 };
@@ -73,6 +78,8 @@ struct Analysis {
   std::string op_name;
   Graph graph;
   std::vector<Stage> stages;   //!< in launch order; the last one writes `out`
+  //! The node whose stage writes `out`: the graph's output, or what a reshaped output reinterprets.
+  int output_root = -1;
   std::string unsupported;     //!< non-empty when the teacher cannot lower the op (says why)
   //! Kernels named by role ("pointwise_kernel", "rows1_kernel") instead of after the op
   //! ("softmax_rows1"): the SFT data sets it, so a model never has to copy the op's name.

@@ -13,7 +13,7 @@ namespace emit {
 
 StageBuffers::StageBuffers(const Analysis& a) : a_(a), g_(a.graph) {
   for (const Stage& stage : a.stages) {
-    if (stage.root == g_.output) {
+    if (stage.root == a.output_root) {
       buffer_of_[stage.root] = "out";
     } else {
       buffer_of_[stage.root] = "tmp" + std::to_string(scratch_roots_.size());
@@ -43,6 +43,7 @@ Generated ProgramEmitter::run() {
       case StageKind::matmul: text = matmul(stage, base, err); break;
       case StageKind::scan: text = scan(stage, base, err); break;
       case StageKind::arg_reduce: text = arg_reduce(stage, base, err); break;
+      case StageKind::window: text = window(stage, base, err); break;
     }
     if (!err.empty()) {
       gen.unsupported = err;
@@ -58,10 +59,12 @@ Generated ProgramEmitter::run() {
 
 bool StageBuffers::is_buffer_leaf(int id, int root) const {
   if (id == root) return false;
-  return g_.nodes[id].kind == NodeKind::input || buffer_of_.count(id) > 0;
+  const NodeKind kind = g_.nodes[id].kind;
+  return kind == NodeKind::input || kind == NodeKind::reshape || buffer_of_.count(id) > 0;
 }
 
 std::string StageBuffers::buffer_name(int id) const {
+  id = g_.storage(id);  // a reshape reads the buffer it reinterprets, at its own sizes
   if (g_.nodes[id].kind == NodeKind::input) return g_.input_names[g_.nodes[id].input_index];
   return buffer_of_.at(id);
 }
@@ -128,8 +131,10 @@ std::string kernel_prefix(const std::string& op_name) {
 std::string kernel_name(const Analysis& analysis, size_t stage_idx) {
   // Names carry the stage kind, so an op named like a builtin (abs, exp) stays legal; role
   // names end in "_kernel" so they never meet a local of forward() (`rows`) in Triton.
-  static const char* kRole[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce"};
-  std::string role = kRole[static_cast<int>(analysis.stages.at(stage_idx).kind)];
+  static const char* kRole[] = {"pointwise", "rows", "reduce", "matmul", "scan", "argreduce", "window"};
+  const Stage& stage = analysis.stages.at(stage_idx);
+  std::string role = kRole[static_cast<int>(stage.kind)];
+  if (stage.kind == StageKind::window) role = analysis.graph.nodes[stage.anchor].window.is_conv() ? "conv" : "pool";
   if (analysis.stages.size() > 1) role += std::to_string(stage_idx);
   return analysis.role_kernel_names ? role + "_kernel" : kernel_prefix(analysis.op_name) + "_" + role;
 }
@@ -170,6 +175,8 @@ std::string Schedule::label() const {
       group_m != defaults.group_m)
     s += ".mm" + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) + ".g" +
          std::to_string(group_m);
+  if (window_gemm != defaults.window_gemm) s += ".direct";
+  if (dot_x3 != defaults.dot_x3) s += ".x3";
   return s;
 }
 

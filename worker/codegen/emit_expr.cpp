@@ -117,7 +117,18 @@ std::string ExprEmitter::value(int id, const std::vector<std::string>& coords) {
   const Node& node = g_.nodes[id];
   if (node.kind == NodeKind::constant) return broadcast(float_literal(node.scalar, target_));
   // Triton: an int size divides or subtracts from float blocks as a float.
-  if (node.kind == NodeKind::red_len) return target_ == Target::triton ? red_len : broadcast("(float)" + red_len);
+  if (node.kind == NodeKind::red_len) {
+    // A reduction of this stage: its length is the stage's; one from an earlier stage (a
+    // mean whose sum went to scratch): the product of the reduced sizes.
+    if (node.args.empty() || !is_leaf || !is_leaf(node.args[0]))
+      return target_ == Target::triton ? red_len : broadcast("(float)" + red_len);
+    if (!dim) throw std::logic_error("the length of an earlier stage's reduction needs the kernel's sizes");
+    const Node& reduced = g_.nodes[node.args[0]];
+    std::string count;
+    for (int axis : reduced.axes)
+      count += (count.empty() ? "" : " * ") + dim(g_.nodes[reduced.args[0]].shape.at(axis));
+    return target_ == Target::triton ? "(" + count + ")" : broadcast("(float)(" + count + ")");
+  }
   std::string key = std::to_string(id);
   for (const auto& c : coords) key += "|" + c;
   bool outer = hoist && hoist(id);
@@ -168,9 +179,17 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
   };
   auto f = [&](int idx) { return as_float(arg(idx)); };
   const bool triton = target_ == Target::triton;
-  if (node.kind == NodeKind::unary) return triton ? unary_triton(node, f(0)) : unary_c(node, f(0));
+  // Evaluating an operand may visit a hoisted node: helper lines of this node (gelu's erf)
+  // go to this node's scope.
+  const bool outer = hoist && hoist(id);
+  if (node.kind == NodeKind::unary) {
+    std::string a = f(0);
+    current_outer_ = outer;
+    return triton ? unary_triton(node, a) : unary_c(node, a);
+  }
   if (node.kind == NodeKind::binary) {
     std::string a = f(0), b = f(1);
+    current_outer_ = outer;
     return triton ? binary_triton(node, a, b, boolean) : binary_c(node, a, b, boolean);
   }
   if (node.kind == NodeKind::gather || node.kind == NodeKind::concat) return remap(node, coords);

@@ -71,7 +71,8 @@ class ExprEmitter {
   std::function<std::string(const Dim& dim)> dim;
   //! Nodes whose value already sits in a variable (reduction results, matmul accumulators).
   std::map<int, std::string> known;
-  //! C expression for the number of elements each reduction combines (red_len nodes).
+  //! C expression for the number of elements this stage's reductions combine (red_len nodes
+  //! of a reduction in the stage; those of an earlier stage's are computed with `dim`).
   std::string red_len = "len";
 
   //! The variable (or literal) holding node `id` at `coords`; emits lines as needed.

@@ -18,7 +18,22 @@ const std::set<std::string> kReserved = {
     "float", "int", "half", "double", "long", "char", "short", "uint", "bool", "void",
     // CUDA C++ keywords and builtins an input could be named after
     "new", "delete", "class", "template", "this", "auto", "register", "namespace", "operator", "friend", "virtual",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "q0", "lane", "warp", "o"};
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "q0", "lane", "warp", "o",
+    // window kernels (emit_window.cpp), besides the numbered xoffN, woffN, kdN, ixN, tN
+    "ci", "grp", "cog", "cnt", "xv",
+    // blocked row sums (emit_reduce.cpp)
+    "rb", "rend", "part"};
+
+// xoff0, kd1, t2...: the window loops' numbered locals.
+bool window_local(const std::string& name) {
+  for (const char* prefix : {"xoff", "woff", "kd", "ix", "t"}) {
+    const std::string p = prefix;
+    if (name.size() > p.size() && name.compare(0, p.size(), p) == 0 &&
+        name.find_first_not_of("0123456789", p.size()) == std::string::npos)
+      return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -28,7 +43,7 @@ std::string Kernel::buffer(const std::string& name, const std::string& type) {
   bool var_like = name.size() > 1 && name[0] == 'v' &&
                   name.find_first_not_of("0123456789", 1) == std::string::npos;  // v0, v1... are values
   bool acc_like = name.rfind("acc", 0) == 0;
-  std::string param = kReserved.count(name) || var_like || acc_like ? "in_" + name : name;
+  std::string param = kReserved.count(name) || var_like || acc_like || window_local(name) ? "in_" + name : name;
   buffer_param[name] = param;
   params.push_back(target == Target::cuda ? "const " + type + "* __restrict__ " + param
                                           : "__global const " + type + "* restrict " + param);
@@ -51,7 +66,7 @@ std::string Kernel::size(const std::string& expr, const std::string& preferred) 
 }
 
 std::string Kernel::dim(const Dim& d) {
-  if (!d.formula.empty()) return size(d.formula, "size_sum");
+  if (!d.formula.empty()) return size(d.formula, d.name.empty() ? "size_sum" : d.name);
   if (d.axis < 0) return std::to_string(d.value);
   return size(d.expr(), d.input + "_size" + std::to_string(d.axis));
 }

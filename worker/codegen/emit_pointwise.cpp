@@ -44,6 +44,8 @@ std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, 
   return body.str();
 }
 
+}  // namespace
+
 // Output coordinates c0..cR from the flat index i, innermost dim first.
 std::string coordinate_lines(Kernel& k, const Shape& out_shape, const std::vector<std::string>& coords) {
   const int rank = static_cast<int>(out_shape.size());
@@ -58,6 +60,8 @@ std::string coordinate_lines(Kernel& k, const Shape& out_shape, const std::vecto
   if (rank == 1) lines = "    const int c0 = i;\n";
   return lines;
 }
+
+namespace {
 
 // The floatN body of a pointwise kernel: vloadN / vstoreN for whole vectors, then the
 // last n % vec elements one at a time.
@@ -138,6 +142,32 @@ std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& na
 
 // ------------------------------------------------------------------- pointwise
 
+// Reads are linear (vloadN-able) when an operand has the output's shape, else through the
+// output coordinates `coords` (which sets `need_coords` and clears `contiguous`).
+ExprEmitter ProgramEmitter::element_emitter(const Stage& stage, Kernel& k, const std::vector<std::string>& coords,
+                                            int vec, int* counter, bool& need_coords, bool& contiguous) {
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const int rank = static_cast<int>(out_shape.size());
+  ExprEmitter e = expr(vec, counter);
+  e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
+  e.on_view = [&contiguous] { contiguous = false; };
+  e.dim = [&k](const Dim& d) { return k.dim(d); };
+  e.load = [this, &k, &coords, &out_shape, &need_coords, &contiguous, rank, vec](
+               int id, const std::vector<std::string>& c) -> std::string {
+    const Node& leaf = g_.nodes[id];
+    std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
+    const Shape& shape = leaf.shape;
+    if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
+    bool linear = static_cast<int>(c.size()) == rank && c == coords;
+    for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
+    if (linear) return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";
+    need_coords = true;
+    contiguous = false;
+    return buf + "[" + offset(k, shape, c) + "]";
+  };
+  return e;
+}
+
 // One work-item per output element (or per_item of them, grid-stride; or floatN
 // vectors when every operand is contiguous with the output's shape or a scalar).
 std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& name, std::string& err) {
@@ -150,26 +180,7 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
   const std::string n = k.size(n_expr, "n");
   int counter = 0;
   bool need_coords = false, contiguous = true;
-  // Reads are linear (vloadN-able) when an operand has the output's shape, else through coordinates.
-  auto make = [&](int vec) {
-    ExprEmitter e = expr(vec, &counter);
-    e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
-    e.on_view = [&] { contiguous = false; };
-    e.dim = [&](const Dim& d) { return k.dim(d); };
-    e.load = [&, vec](int id, const std::vector<std::string>& c) -> std::string {
-      const Node& leaf = g_.nodes[id];
-      std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
-      const Shape& shape = leaf.shape;
-      if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
-      bool linear = static_cast<int>(c.size()) == rank && c == coords;
-      for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
-      if (linear) return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";
-      need_coords = true;
-      contiguous = false;
-      return buf + "[" + offset(k, shape, c) + "]";
-    };
-    return e;
-  };
+  auto make = [&](int vec) { return element_emitter(stage, k, coords, vec, &counter, need_coords, contiguous); };
 
   ExprEmitter scalar = make(1);
   std::string result = scalar.value(stage.root, coords);

@@ -3,7 +3,8 @@
 // ProgramEmitter, which turns an Analysis into one kernel per stage in OpenCL C or CUDA
 // C++ (a Dialect). Each stage kind is emitted in its own file: emit_pointwise.cpp
 // (pointwise, scan, arg_reduce), emit_reduce.cpp (row and full reductions),
-// emit_matmul.cpp; Triton programs come from TritonEmitter (emit_triton.h).
+// emit_matmul.cpp, emit_window.cpp (conv, pooling); Triton programs come from
+// TritonEmitter (emit_triton.h).
 // Test: ctest -R codegen.
 #pragma once
 
@@ -62,6 +63,26 @@ std::string kernel_name(const Analysis& analysis, size_t stage_idx);
 std::string unroll_pragma(int unroll, const std::string& indent);
 //! The node under a chain of views (a matmul operand), flipping `transposed` per view.
 int strip_views(const Graph& graph, int id, bool& transposed);
+//! Lines computing output coordinates c0..cR from the flat index `i` (indent 4).
+std::string coordinate_lines(Kernel& k, const Shape& out_shape, const std::vector<std::string>& coords);
+
+//! What a window kernel's loops call things: buffers, output coordinates, and sizes as
+//! kernel parameters or literals (window_names fills it for one target).
+struct WindowNames {
+  std::string x, w;                     //!< buffer parameters (w empty for pooling)
+  std::vector<std::string> coords;      //!< output coordinates c0..cR
+  std::string channels;                 //!< x's channel count (convolutions)
+  std::string cin_group, cout_group;    //!< convolutions: input / output channels per group
+  std::vector<std::string> lead;        //!< pooling: sizes of x's dims before the spatial ones
+  std::vector<std::string> in, kernel;  //!< x's spatial sizes, the window's sizes
+};
+//! The names of window node `win`'s sizes: `dim` names a Dim, `size` registers a launch expression.
+WindowNames window_names(const Graph& g, const Node& win, const std::function<std::string(const Dim&)>& dim,
+                         const std::function<std::string(const std::string&, const std::string&)>& size);
+//! The lines that leave the window's value at the output coordinates in `acc`: loops over
+//! the group's input channels and the window, in OpenCL C / CUDA C++ (skipping positions
+//! outside x) or Triton (masking them; `mask` selects the program's valid outputs).
+std::string window_loops(const Window& win, const WindowNames& names, Target target, const std::string& indent);
 
 struct PatternMap;      // emit_reduce.cpp
 struct RowLayout;       // emit_reduce.cpp
@@ -110,6 +131,11 @@ class ProgramEmitter : public StageBuffers {
                                std::string& err);
   std::string scan(const Stage& stage, const std::string& name, std::string& err);
   std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
+  ExprEmitter element_emitter(const Stage& stage, Kernel& k, const std::vector<std::string>& coords, int vec,
+                              int* counter, bool& need_coords, bool& contiguous);
+
+  // emit_window.cpp
+  std::string window(const Stage& stage, const std::string& name, std::string& err);
 
   // emit_reduce.cpp
   std::string reduce_rows(const Stage& stage, const std::string& name, std::string& err);

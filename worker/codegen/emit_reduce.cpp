@@ -21,9 +21,20 @@ struct RowLayout {
   bool columns = false;  // item strategy, a dim other than the last: floatN across adjacent outputs
   int vec = 1;
   std::string len, inner, groups;             // size parameters (or literals)
+  int64_t len_value = 0;                       // the reduced length at the main shape
   std::string full_idx, lane_idx, group_idx;  // where a full / lane / group operand is read
   std::string loop, vloop, tail_loop, vn;     // the loops over one row
 };
+
+// Rows longer than this at the main shape sum in blocks (the suite's longest rows are
+// 32000 elements, KernelBench's batch norms reduce millions).
+constexpr int64_t kBlockedSumRow = 65536;
+constexpr int kSumBlock = 4096;
+
+// True for a sum over long rows by one work-item (the item strategy, scalar loads).
+bool blocked_sum(const RowLayout& layout, const Node& reduction) {
+  return reduction.op == "sum" && !layout.group && layout.len_value > kBlockedSumRow;
+}
 
 // ------------------------------------------------------------------ reduce_rows
 
@@ -83,6 +94,7 @@ bool ProgramEmitter::row_layout(const Stage& stage, Kernel& k, RowLayout& layout
     return false;
   }
   layout.len = k.size(ref[axis].expr(), "len");
+  layout.len_value = ref[axis].value;
   layout.inner = last ? "1" : k.size(numel_expr(layout.inner_dims), "inner");
   layout.groups = "1";
   if (!group && !(layout.outer_dims.empty() && last))
@@ -113,6 +125,7 @@ ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const Row
                                         PatternMap& patterns, int* counter) {
   ExprEmitter e = expr(width, counter);
   e.red_len = layout.len;
+  e.dim = [&k](const Dim& d) { return k.dim(d); };
   e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
   e.hoist = [&patterns](int id) {
     Pattern p = patterns.of(id);
@@ -190,6 +203,20 @@ std::string ProgramEmitter::row_accumulators(const RowLayout& layout, const std:
       body << "    " << acc << " = " << h << ";\n";
       body << "    " << layout.tail_loop << " {\n" << reindent(loop_lines, "      ") << "      " << acc << " = "
            << combine_code(r.op, acc, v) << ";\n    }\n  }\n";
+    } else if (blocked_sum(layout, r)) {
+      // One float summing a whole long row (batch norm over N*D*H*W) rounds away digits as
+      // it grows: partial sums per block of kSumBlock elements keep the error near one
+      // block's.
+      const std::string block = std::to_string(kSumBlock);
+      body << e.take_outer("  ");
+      body << "  float " << acc << " = 0.0f;\n";
+      body << "  for (int rb = 0; rb < " << layout.len << "; rb += " << block << ") {\n";
+      body << "    float part = 0.0f;\n";
+      body << "    const int rend = min(rb + " << block << ", " << layout.len << ");\n";
+      body << unroll_pragma(s_.unroll, "    ");
+      body << "    for (int ri = rb; ri < rend; ++ri) {\n" << indent_more(loop_lines, "  ") << "      part = part + " << v
+           << ";\n    }\n";
+      body << "    " << acc << " = " << acc << " + part;\n  }\n";
     } else {
       body << e.take_outer("  ");
       body << "  float " << acc << " = " << reduce_init(r.op, d_.target) << ";\n";
@@ -295,9 +322,7 @@ std::string ProgramEmitter::column_vectors(const Stage& stage, Kernel& k, Patter
 // Two passes over everything: `partials` work-groups each reduce a grid-stride slice
 // into scratch, then one work-group combines the partials and applies the epilogue.
 std::string ProgramEmitter::reduce_full(const Stage& stage, const std::string& name, std::string& err) {
-  std::vector<int> reduces;
-  for (int id = 0; id <= stage.root; ++id)
-    if (g_.nodes[id].kind == NodeKind::reduce && !is_buffer_leaf(id, stage.root)) reduces.push_back(id);
+  const std::vector<int> reduces = region_reductions(stage);
   if (reduces.size() != 1) {
     err = "a full reduction region must hold exactly one reduction";
     return "";

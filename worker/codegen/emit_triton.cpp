@@ -21,10 +21,11 @@ const std::set<std::string> kReservedPy = {
     "torch", "triton", "tl", "math", "forward", "out", "offs", "mask", "pid", "rows", "cols", "rmask", "cmask",
     "fmask", "base", "carry", "best", "best_idx", "o", "i", "r", "r0", "k0", "m", "n", "bat", "rm", "rn", "rk",
     "inner", "groups", "lines", "nib", "imask", "lmask", "start", "acc", "partial", "a_ptrs", "b_ptrs", "a_tile",
-    "b_tile", "vals", "chunk", "chunk_idx", "take", "num_m", "num_n", "per_group", "first_m", "group_rows", "pid_m", "pid_n", "M", "N", "K"};
+    "b_tile", "vals", "chunk", "chunk_idx", "take", "num_m", "num_n", "per_group", "first_m", "group_rows", "pid_m", "pid_n", "M", "N", "K",
+    "ci", "grp", "cog", "cnt"};
 
 std::string py_param_name(const std::string& name) {
-  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|.*_size\d+|[A-Z_]+)");
+  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|(xoff|woff|kd|ix|ok|t|o)\d+|.*_size\d+|[A-Z_]+)");
   if (kReservedPy.count(name) || std::regex_match(name, generated) || name.empty() || name[0] == '_')
     return "in_" + (name.empty() || name[0] != '_' ? name : name.substr(name.find_first_not_of('_')));
   return name;
@@ -105,7 +106,8 @@ TritonEmitter::TritonEmitter(const Analysis& a, const Schedule& s) : StageBuffer
 }
 
 std::string TritonEmitter::py(const std::string& size_expr) const {
-  // "x.size(1)" names the op's input; forward may call it differently.
+  // "x.size(1)" names the op's input; forward may call it differently. Launch formulas
+  // divide integers with C's "/" (conv output sizes): Python's is "//".
   static const std::regex size_call(R"(\b(\w+)\.size\()");
   std::string out;
   auto begin = std::sregex_iterator(size_expr.begin(), size_expr.end(), size_call);
@@ -116,11 +118,13 @@ std::string TritonEmitter::py(const std::string& size_expr) const {
     out += (renamed == py_name_.end() ? (*it)[1].str() : renamed->second) + ".size(";
     last = it->position(0) + it->length(0);
   }
-  return out + size_expr.substr(last);
+  out += size_expr.substr(last);
+  for (size_t pos = 0; (pos = out.find(" / ", pos)) != std::string::npos; pos += 4) out.replace(pos, 3, " // ");
+  return out;
 }
 
 std::string TritonEmitter::dim(TritonKernel& k, const Dim& d) const {
-  if (!d.formula.empty()) return k.size(py(d.formula), "size_sum");
+  if (!d.formula.empty()) return k.size(py(d.formula), d.name.empty() ? "size_sum" : d.name);
   if (d.axis < 0) return std::to_string(d.value);
   return k.size(py(d.expr()), py_name_.at(d.input) + "_size" + std::to_string(d.axis));
 }
@@ -128,7 +132,7 @@ std::string TritonEmitter::dim(TritonKernel& k, const Dim& d) const {
 std::string TritonEmitter::forward_buffer(int id) const {
   const std::string name = buffer_name(id);
   auto renamed = py_name_.find(name);
-  return g_.nodes[id].kind == NodeKind::input && renamed != py_name_.end() ? renamed->second : name;
+  return g_.nodes[g_.storage(id)].kind == NodeKind::input && renamed != py_name_.end() ? renamed->second : name;
 }
 
 TritonKernel TritonEmitter::kernel(const std::string& name) const {
@@ -165,6 +169,7 @@ Generated TritonEmitter::run() {
       case StageKind::matmul: matmul(stage, base, err); break;
       case StageKind::scan: scan(stage, base, err); break;
       case StageKind::arg_reduce: arg_reduce(stage, base, err); break;
+      case StageKind::window: window(stage, base, err); break;
     }
     if (!err.empty()) {
       gen.unsupported = err;
@@ -176,7 +181,10 @@ Generated TritonEmitter::run() {
       << s_.label() << ", target triton)\n";
   bool has_matmul = false;
   for (const Stage& stage : a_.stages) has_matmul |= stage.kind == StageKind::matmul;
-  if (has_matmul)
+  if (has_matmul && s_.dot_x3)
+    out << "# tl.dot with input_precision=\"tf32x3\": each fp32 product as three TF32 products on the tensor cores\n"
+           "# (error close to fp32's); the harness's reference and baselines run in fp32 with TF32 off\n";
+  else if (has_matmul)
     out << "# tl.dot in fp32 with input_precision=\"ieee\": TF32 off, as the harness's reference and its eager and\n"
            "# torch.compile baselines run\n";
   out << "import torch\nimport triton\nimport triton.language as tl\n";
@@ -205,16 +213,33 @@ Generated TritonEmitter::run() {
 void TritonEmitter::pointwise(const Stage& stage, const std::string& name, std::string& err) {
   TritonKernel k = kernel(name);
   const Shape& out_shape = g_.nodes[stage.root].shape;
-  const int rank = static_cast<int>(out_shape.size());
   std::vector<std::string> coords;
-  for (int axis = 0; axis < rank; ++axis) coords.push_back("c" + std::to_string(axis));
+  for (int axis = 0; axis < static_cast<int>(out_shape.size()); ++axis) coords.push_back("c" + std::to_string(axis));
   const std::string out = k.output(buffer_of_.at(stage.root));
   const std::string n = k.size(py(numel_expr(out_shape)), "n");
   int counter = 0;
   bool need_coords = false;
-  ExprEmitter e = expr(&counter, stage.root);
-  e.dim = [&](const Dim& d) { return dim(k, d); };
-  e.load = [&](int id, const std::vector<std::string>& c) -> std::string {
+  ExprEmitter e = element_expr(stage, k, coords, &counter, need_coords);
+  const std::string result = e.value(stage.root, coords);
+  const std::string lines = e.take_lines("    ");
+  std::ostringstream body;
+  body << element_head(k, out_shape, n);
+  if (need_coords) body << coordinate_lines(k, out_shape);
+  body << lines << "    tl.store(" << out << " + offs, " << result << ", mask=mask)\n";
+  k.body = body.str();
+  (void)err;
+  kernels_.push_back(k);
+}
+
+// Operands with the output's shape are read at the flat offset, others (broadcast,
+// permuted, flipped, gathered, joined) at the output coordinates (setting `need_coords`).
+ExprEmitter TritonEmitter::element_expr(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
+                                        int* counter, bool& need_coords) {
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const int rank = static_cast<int>(out_shape.size());
+  ExprEmitter e = expr(counter, stage.root);
+  e.dim = [this, &k](const Dim& d) { return dim(k, d); };
+  e.load = [this, &k, &coords, &out_shape, &need_coords, rank](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
     bool linear = static_cast<int>(c.size()) == rank && c == coords;
     for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
@@ -222,26 +247,78 @@ void TritonEmitter::pointwise(const Stage& stage, const std::string& name, std::
     return load(k, id, linear ? "offs" : "(" + offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); }) + ")",
                 "mask");
   };
-  const std::string result = e.value(stage.root, coords);
-  const std::string lines = e.take_lines("    ");
-  const std::string block = k.constant("BLOCK", std::to_string(s_.block));
-  k.grid = "(triton.cdiv(" + py(numel_expr(out_shape)) + ", " + std::to_string(s_.block) + "),)";
-  std::ostringstream body;
-  body << "    offs = tl.program_id(0) * " << block << " + tl.arange(0, " << block << ")\n";
-  body << "    mask = offs < " << n << "\n";
-  if (need_coords) {
-    std::string rest = "offs";
-    for (int axis = rank - 1; axis >= 1; --axis) {
-      std::string d = dim(k, out_shape[axis]);
-      body << "    c" << axis << " = " << rest << " % " << d << "\n";
-      rest = "(" + rest + " // " + d + ")";
-    }
-    if (rank > 0) body << "    c0 = " << rest << "\n";
+  return e;
+}
+
+// BLOCK outputs per program: the grid, and the `offs` / `mask` lines. A row reduction's
+// whole-row schedules set block 0 (ops with both stage kinds: group_norm's affine); such
+// element kernels keep 1024.
+std::string TritonEmitter::element_head(TritonKernel& k, const Shape& out_shape, const std::string& n) const {
+  const int block_value = s_.block > 0 ? s_.block : 1024;
+  const std::string block = k.constant("BLOCK", std::to_string(block_value));
+  k.grid = "(triton.cdiv(" + py(numel_expr(out_shape)) + ", " + std::to_string(block_value) + "),)";
+  return "    offs = tl.program_id(0) * " + block + " + tl.arange(0, " + block + ")\n    mask = offs < " + n + "\n";
+}
+
+// c0..cR of the flat output offsets `offs`, innermost dim first.
+std::string TritonEmitter::coordinate_lines(TritonKernel& k, const Shape& out_shape) const {
+  std::ostringstream lines;
+  std::string rest = "offs";
+  for (int axis = static_cast<int>(out_shape.size()) - 1; axis >= 1; --axis) {
+    std::string d = dim(k, out_shape[axis]);
+    lines << "    c" << axis << " = " << rest << " % " << d << "\n";
+    rest = "(" + rest + " // " + d + ")";
   }
+  if (!out_shape.empty()) lines << "    c0 = " << rest << "\n";
+  return lines.str();
+}
+
+// ---------------------------------------------------------------------- window
+
+// conv, conv_transpose, max / avg pooling: BLOCK outputs per program, as the pointwise
+// kernel lays them out; each walks its window (masked loads where a position falls outside
+// x) into `acc`, then the fused epilogue and the store.
+void TritonEmitter::window(const Stage& stage, const std::string& name, std::string& err) {
+  const Node& node = g_.nodes[stage.anchor];
+  if (conv_as_gemm(node)) return conv_gemm(stage, name, err);
+  TritonKernel k = kernel(name);
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const int rank = static_cast<int>(out_shape.size());
+  std::vector<std::string> coords;
+  for (int axis = 0; axis < rank; ++axis) coords.push_back("c" + std::to_string(axis));
+  const std::string x = k.buffer(forward_buffer(node.args[0]));
+  const std::string w = node.window.is_conv() ? k.buffer(forward_buffer(node.args[1])) : "";
+  const std::string out = k.output(buffer_of_.at(stage.root));
+  const std::string n = k.size(py(numel_expr(out_shape)), "n");
+  WindowNames names = window_names(
+      g_, node, [&](const Dim& d) { return dim(k, d); },
+      [&](const std::string& expr, const std::string& preferred) { return k.size(py(expr), preferred); });
+  names.x = x;
+  names.w = w;
+  names.coords = coords;
+  std::string result;
+  const std::string lines = window_epilogue(stage, k, coords, result);
+  std::ostringstream body;
+  body << element_head(k, out_shape, n);
+  body << coordinate_lines(k, out_shape);
+  body << window_loops(node.window, names, Target::triton, "    ");
   body << lines << "    tl.store(" << out << " + offs, " << result << ", mask=mask)\n";
   k.body = body.str();
   (void)err;
   kernels_.push_back(k);
+}
+
+// The stage's epilogue on `acc`, the window's value, at the output coordinates: its lines,
+// and the value to store in `result`.
+std::string TritonEmitter::window_epilogue(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
+                                           std::string& result) {
+  int counter = 0;
+  bool need_coords = true;
+  ExprEmitter e = element_expr(stage, k, coords, &counter, need_coords);
+  e.is_leaf = [this, &stage](int id) { return id != stage.anchor && is_buffer_leaf(id, stage.root); };
+  e.known[stage.anchor] = "acc";
+  result = e.value(stage.root, coords);
+  return e.take_lines("    ");
 }
 
 // ------------------------------------------------------------- scan, arg_reduce

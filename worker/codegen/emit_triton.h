@@ -1,8 +1,9 @@
 // Internal to the teacher's emission: TritonEmitter turns an Analysis (the same IR and
 // stages as the C targets) into a kforge `triton` program, a Python module whose
 // forward(*inputs) allocates the output and scratch and launches one @triton.jit kernel
-// per stage. Pointwise, scan and arg_reduce: emit_triton.cpp; row and full reductions:
-// emit_triton_reduce.cpp; matmul with its fused epilogue: emit_triton_matmul.cpp.
+// per stage. Pointwise, scan, arg_reduce and window (conv, pooling): emit_triton.cpp; row and full reductions:
+// emit_triton_reduce.cpp; matmul with its fused epilogue: emit_triton_matmul.cpp; convs as
+// an implicit GEMM: emit_triton_conv.cpp.
 // Test: ctest -R 'codegen_(lower|triton)'.
 #pragma once
 
@@ -70,6 +71,16 @@ class TritonEmitter : public StageBuffers {
   //! `tl.load(buf + idx, mask=mask, other=...)` for node `id` (a scalar load when it has one element).
   std::string load(TritonKernel& k, int id, const std::string& idx, const std::string& mask);
 
+  //! An emitter for an element-per-lane kernel (pointwise, window epilogues): operands read at
+  //! `offs` when they have the output's shape, else at `coords` (setting `need_coords`).
+  ExprEmitter element_expr(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords, int* counter,
+                           bool& need_coords);
+  //! BLOCK outputs per program of an element-per-lane kernel: sets the grid, returns the
+  //! `offs` / `mask` lines (n: the kernel's element count).
+  std::string element_head(TritonKernel& k, const Shape& out_shape, const std::string& n) const;
+  //! Lines computing c0..cR from `offs` (indent 4).
+  std::string coordinate_lines(TritonKernel& k, const Shape& out_shape) const;
+
   //! The kernel names of a last-dim line layout (scan, arg_reduce).
   struct LastDimLines {
     std::string rows, block;
@@ -81,6 +92,12 @@ class TritonEmitter : public StageBuffers {
   void pointwise(const Stage& stage, const std::string& name, std::string& err);
   void scan(const Stage& stage, const std::string& name, std::string& err);
   void arg_reduce(const Stage& stage, const std::string& name, std::string& err);
+  void window(const Stage& stage, const std::string& name, std::string& err);
+  std::string window_epilogue(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
+                              std::string& result);
+  // emit_triton_conv.cpp
+  bool conv_as_gemm(const Node& node) const;
+  void conv_gemm(const Stage& stage, const std::string& name, std::string& err);
   // emit_triton_reduce.cpp
   void reduce_rows(const Stage& stage, const std::string& name, std::string& err);
   void reduce_full(const Stage& stage, const std::string& name, std::string& err);

@@ -96,6 +96,7 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
   int counter = 0;
   ExprEmitter e = expr(&counter, stage.root);
   e.red_len = len;
+  e.dim = [&](const Dim& d) { return dim(k, d); };
   if (!t.whole)
     e.hoist = [&patterns](int id) {
       Pattern p = patterns.of(id);
@@ -166,9 +167,7 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
 // Two launches: `partials` programs each reduce a grid-stride slice of BLOCK-element
 // chunks into scratch, then one program combines them and applies the epilogue.
 void TritonEmitter::reduce_full(const Stage& stage, const std::string& name, std::string& err) {
-  std::vector<int> reduces;
-  for (int id = 0; id <= stage.root; ++id)
-    if (g_.nodes[id].kind == NodeKind::reduce && !is_buffer_leaf(id, stage.root)) reduces.push_back(id);
+  const std::vector<int> reduces = region_reductions(stage);
   if (reduces.size() != 1) {
     err = "a full reduction region must hold exactly one reduction";
     return;

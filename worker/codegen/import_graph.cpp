@@ -10,6 +10,7 @@
 #include <torch/jit.h>
 
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "worker/harness/reference.h"
@@ -32,6 +33,7 @@ struct Val {
   bool flag = false;
   std::string text;
   std::vector<int64_t> ints;
+  std::vector<Dim> dims;  // ints: each as a size (x.size(i) keeps its launch expression), for view / reshape
   std::vector<int> tensors;
 };
 
@@ -55,7 +57,7 @@ class Importer {
       if (integer) node.int_type = in.dtype == spec::DType::int64 ? "long" : "int";
       node.input_index = static_cast<int>(input_idx);
       for (size_t axis = 0; axis < in.shape.size(); ++axis)
-        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), ""});
+        node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), "", ""});
       g_.input_names.push_back(in.name);
       g_.input_shapes.push_back(node.shape);
       Val v;
@@ -149,9 +151,12 @@ class Importer {
     return g_.add(node);
   }
 
-  int red_len() {
+  // The number of elements reduction `r` combines (r: a reduce node, or a view of one).
+  int red_len(int r) {
+    while (g_.nodes[r].kind == NodeKind::view) r = g_.nodes[r].args[0];
     Node node;
     node.kind = NodeKind::red_len;
+    node.args = {r};
     return g_.add(node);
   }
 
@@ -171,13 +176,109 @@ class Importer {
     return axes;
   }
 
+  // A contiguous reinterpretation of `a` (its elements in row-major order) with `to`.
+  int reshape(int a, const Shape& to) {
+    if (numel_value(to) != numel_value(shape(a))) throw Unsupported("reshape changes the number of elements");
+    Node node;
+    node.kind = NodeKind::reshape;
+    node.args = {a};
+    node.shape = to;
+    return g_.add(node);
+  }
+
+  // view / reshape to a size list: its sizes are literals or sizes of tensors (x.size(0)),
+  // and at most one -1, inferred from the element count.
+  int reshape_to(int x, const Val& sizes) {
+    if (sizes.kind != Val::Kind::ints || sizes.dims.size() != sizes.ints.size())
+      throw Unsupported("view / reshape needs a list of sizes");
+    Shape to = sizes.dims;
+    int inferred = -1;
+    int64_t known = 1;
+    std::string known_expr;
+    for (int axis = 0; axis < static_cast<int>(to.size()); ++axis) {
+      if (sizes.ints[axis] == -1) {
+        if (inferred >= 0) throw Unsupported("view / reshape with two -1 sizes");
+        inferred = axis;
+        continue;
+      }
+      known *= to[axis].value;
+      if (!(to[axis].is_literal() && to[axis].value == 1))
+        known_expr += (known_expr.empty() ? "" : " * ") + to[axis].expr();
+    }
+    const Shape from = shape(x);
+    if (inferred >= 0) {
+      if (known == 0 || numel_value(from) % known != 0) throw Unsupported("view / reshape: sizes do not divide");
+      to[inferred] = known_expr.empty() ? product_dim(from, "view_size")
+                                        : Dim::computed(numel_value(from) / known,
+                                                        numel_expr(from) + " / (" + known_expr + ")", "view_size");
+    }
+    return reshape(x, to);
+  }
+
+  // The emitters reduce one dim or every dim. Several axes (not all) are regrouped: adjacent
+  // ones become one merged dim of a reshape ([N, C, H, W] over {2, 3}: [N, C, H*W] over
+  // {2}); scattered ones first move the kept dims to the front (a permuted view, copied
+  // once), so that the reduced ones are adjacent at the end (batch_norm's {0, 2, 3}).
+  bool regrouped(int a, const std::vector<int>& axes) {
+    return axes.size() > 1 && axes.size() < shape(a).size();
+  }
+
+  static bool adjacent(const std::vector<int>& axes) {
+    for (size_t idx = 1; idx < axes.size(); ++idx)
+      if (axes[idx] != axes[idx - 1] + 1) return false;
+    return true;
+  }
+
+  // `a` with the adjacent `axes` merged into one dim.
+  int merge_run(int a, const std::vector<int>& axes) {
+    const Shape s = shape(a);
+    Shape merged(s.begin(), s.begin() + axes.front());
+    merged.push_back(product_dim(Shape(s.begin() + axes.front(), s.begin() + axes.back() + 1), "merged_size"));
+    merged.insert(merged.end(), s.begin() + axes.back() + 1, s.end());
+    return reshape(a, merged);
+  }
+
+  // The dims of `a` not in `axes`, then `axes` (a permutation).
+  std::vector<int> kept_first(int a, const std::vector<int>& axes) {
+    std::vector<int> order;
+    for (int axis = 0; axis < static_cast<int>(shape(a).size()); ++axis)
+      if (std::find(axes.begin(), axes.end(), axis) == axes.end()) order.push_back(axis);
+    order.insert(order.end(), axes.begin(), axes.end());
+    return order;
+  }
+
+  // f(a, axes, keepdim) for a reduction whose result has the reduced shape, over regrouped
+  // axes; a keepdim result gets its size-1 dims back where the reduced axes were.
+  template <typename F>
+  int over_axes(int a, const std::vector<int>& axes, bool keepdim, F f) {
+    if (!regrouped(a, axes)) return f(a, axes, keepdim);
+    const int rank = static_cast<int>(shape(a).size());
+    int r = -1;
+    if (adjacent(axes)) {
+      r = f(merge_run(a, axes), std::vector<int>{axes.front()}, false);
+    } else {
+      std::vector<int> trailing;
+      for (int axis = rank - static_cast<int>(axes.size()); axis < rank; ++axis) trailing.push_back(axis);
+      r = over_axes(view(a, kept_first(a, axes)), trailing, false, f);
+    }
+    if (!keepdim) return r;  // the kept dims, in order
+    std::vector<int> src;
+    int kept = 0;
+    for (int axis = 0; axis < rank; ++axis)
+      src.push_back(std::find(axes.begin(), axes.end(), axis) != axes.end() ? -1 : kept++);
+    return view(r, src);
+  }
+
   int reduce(const std::string& op, int a, const std::vector<int>& axes, bool keepdim) {
+    if (regrouped(a, axes))
+      return over_axes(a, axes, keepdim,
+                       [&](int v, const std::vector<int>& one, bool keep) { return reduce(op, v, one, keep); });
     Node node;
     node.kind = NodeKind::reduce;
     node.op = op;
     node.args = {a};
     node.axes = axes;
-    const Shape& in = shape(a);
+    const Shape in = shape(a);
     for (int axis = 0; axis < static_cast<int>(in.size()); ++axis) {
       bool reduced = std::find(axes.begin(), axes.end(), axis) != axes.end();
       if (!reduced) node.shape.push_back(in[axis]);
@@ -207,7 +308,7 @@ class Importer {
   // torch.cat along `dim`: the joined size is a formula over the parts' sizes.
   int concat(const std::vector<int>& parts, int64_t dim) {
     if (parts.empty()) throw Unsupported("cat of an empty list");
-    const Shape& first = shape(parts[0]);
+    const Shape first = shape(parts[0]);
     int rank = static_cast<int>(first.size());
     int axis = static_cast<int>(dim < 0 ? dim + rank : dim);
     if (axis < 0 || axis >= rank) throw Unsupported("cat dim " + std::to_string(dim) + " out of range");
@@ -219,7 +320,7 @@ class Importer {
     Dim joined = first[axis];
     std::string formula = first[axis].expr();
     for (size_t part = 1; part < parts.size(); ++part) {
-      const Shape& s = shape(parts[part]);
+      const Shape s = shape(parts[part]);
       if (static_cast<int>(s.size()) != rank) throw Unsupported("cat of tensors of different ranks");
       for (int other = 0; other < rank; ++other)
         if (other != axis && s[other].value != first[other].value)
@@ -227,7 +328,7 @@ class Importer {
       joined.value += s[axis].value;
       formula += " + " + s[axis].expr();
     }
-    if (parts.size() > 1) joined = Dim{joined.value, "", -1, "(" + formula + ")"};
+    if (parts.size() > 1) joined = Dim{joined.value, "", -1, "(" + formula + ")", ""};
     node.shape[axis] = joined;
     return g_.add(node);
   }
@@ -290,14 +391,18 @@ class Importer {
 
   // mean over axes: sum / number of elements combined.
   int mean(int a, const std::vector<int>& axes, bool keepdim) {
-    return binary("div", reduce("sum", a, axes, keepdim), red_len());
+    int s = reduce("sum", a, axes, keepdim);
+    return binary("div", s, red_len(s));
   }
 
   int variance(int a, const std::vector<int>& axes, bool unbiased, bool keepdim) {
+    if (regrouped(a, axes))
+      return over_axes(a, axes, keepdim,
+                       [&](int v, const std::vector<int>& one, bool keep) { return variance(v, one, unbiased, keep); });
     int m = mean(a, axes, true);
     int d = binary("sub", a, m);
     int s = reduce("sum", binary("mul", d, d), axes, keepdim);
-    int n = red_len();
+    int n = red_len(s);
     return binary("div", s, unbiased ? binary("sub", n, constant(1.0)) : n);
   }
 
@@ -352,26 +457,94 @@ class Importer {
 
   // Per-channel weight/bias [C] of a [N, C, ...] input as [C, 1, ...] so that it broadcasts.
   int per_channel(int v, int rank) {
-    if (shape(v).size() != 1) throw Unsupported("a norm's weight / bias must be 1-d");
+    if (shape(v).size() != 1) throw Unsupported("a per-channel weight / bias must be 1-d");
     std::vector<int> src = {0};
     src.resize(rank - 1, -1);
     return view(v, src);
   }
 
-  // (x - mean) / sqrt(biased var + eps) over `axes`, then weight and bias per channel
-  // (batch_norm with batch statistics, instance_norm).
+  // (x - mean) / sqrt(biased var + eps) over `axes` (layer, batch, instance and group
+  // norms); a run of axes is normalised over one merged dim and reshaped back.
+  int normalized(int x, const std::vector<int>& axes, double eps) {
+    if (regrouped(x, axes)) {
+      if (adjacent(axes)) {
+        const Shape back = shape(x);  // a copy: the nodes added below may move the node vector
+        return reshape(normalized(merge_run(x, axes), {axes.front()}, eps), back);
+      }
+      // Normalised in the permuted order, then read back through the inverse permutation.
+      const std::vector<int> order = kept_first(x, axes);
+      const int rank = static_cast<int>(order.size());
+      std::vector<int> trailing, inverse(rank);
+      for (int axis = rank - static_cast<int>(axes.size()); axis < rank; ++axis) trailing.push_back(axis);
+      for (int pos = 0; pos < rank; ++pos) inverse[order[pos]] = pos;
+      return view(normalized(view(x, order), trailing, eps), inverse);
+    }
+    int d = binary("sub", x, mean(x, axes, true));
+    int s = reduce("sum", binary("mul", d, d), axes, true);
+    int v = binary("div", s, red_len(s));
+    return binary("mul", d, unary("rsqrt", binary("add", v, constant(eps))));
+  }
+
+  // normalized() over `axes`, then weight and bias per channel (batch_norm with batch
+  // statistics, instance_norm, group_norm).
   int channel_norm(int x, const std::vector<int>& axes, const torch::jit::Value* weight,
                    const torch::jit::Value* bias, double eps) {
     int rank = static_cast<int>(shape(x).size());
-    if (rank < 2) throw Unsupported("a batch / instance norm needs an [N, C, ...] input");
-    int d = binary("sub", x, mean(x, axes, true));
-    int v = binary("div", reduce("sum", binary("mul", d, d), axes, true), red_len());
-    int y = binary("mul", d, unary("rsqrt", binary("add", v, constant(eps))));
+    if (rank < 2) throw Unsupported("a batch / instance / group norm needs an [N, C, ...] input");
+    return affine(normalized(x, axes, eps), weight, bias, rank);
+  }
+
+  int affine(int y, const torch::jit::Value* weight, const torch::jit::Value* bias, int rank) {
     if (!is_none(weight)) y = binary("mul", y, per_channel(tensor(weight), rank));
     if (!is_none(bias)) y = binary("add", y, per_channel(tensor(bias), rank));
     return y;
   }
 
+  // group_norm: [N, C, ...] as [N, G, C / G * spatial] (a contiguous reshape: each group's
+  // elements are adjacent), normalised along the last dim, reshaped back, then the
+  // per-channel affine.
+  int group_norm(int x, int64_t groups, const torch::jit::Value* weight, const torch::jit::Value* bias, double eps) {
+    const Shape s = shape(x);
+    if (s.size() < 2) throw Unsupported("group_norm needs an [N, C, ...] input");
+    if (groups < 1 || s[1].value % groups != 0) throw Unsupported("group_norm: channels not divisible by groups");
+    Shape spatial(s.begin() + 2, s.end());
+    Dim len;
+    if (groups == s[1].value) {
+      len = product_dim(spatial, "group_len");
+    } else {
+      std::string channels = groups == 1 ? s[1].expr() : s[1].expr() + " / " + std::to_string(groups);
+      std::string rest = numel_expr(spatial);
+      len = Dim::computed(s[1].value / groups * numel_value(spatial), rest == "1" ? channels : channels + " * " + rest,
+                          "group_len");
+    }
+    int grouped = reshape(x, {s[0], Dim::literal(groups), len});
+    int y = reshape(normalized(grouped, {2}, eps), s);
+    return affine(y, weight, bias, static_cast<int>(s.size()));
+  }
+
+  // An int-list argument with one value per spatial dim (one value repeats; none or an
+  // empty list: `fallback`).
+  std::vector<int64_t> per_dim(const torch::jit::Value* value, int spatial, const std::vector<int64_t>& fallback) {
+    auto list = get(value).kind == Val::Kind::none ? std::vector<int64_t>{} : int_list(value);
+    if (list.empty()) return fallback;
+    if (list.size() == 1) return std::vector<int64_t>(spatial, list[0]);
+    if (static_cast<int>(list.size()) != spatial)
+      throw Unsupported("a window argument has " + std::to_string(list.size()) + " values for " +
+                        std::to_string(spatial) + " spatial dims");
+    return list;
+  }
+
+  int window(const Window& win, int x, int weight) {
+    Node node;
+    node.kind = NodeKind::window;
+    node.args = weight < 0 ? std::vector<int>{x} : std::vector<int>{x, weight};
+    node.window = win;
+    std::string why = window_shape(win, shape(x), weight < 0 ? nullptr : &shape(weight), node.shape);
+    if (!why.empty()) throw Unsupported(win.op + ": " + why);
+    return g_.add(node);
+  }
+
+  bool visit_window(const std::string& kind, torch::jit::Node* node);
   bool visit_composite(const std::string& kind, torch::jit::Node* node);
   void visit(torch::jit::Node* node);
   void visit_constant(torch::jit::Node* node);
@@ -467,6 +640,87 @@ bool Importer::visit_composite(const std::string& kind, torch::jit::Node* node) 
   return false;
 }
 
+// Convolutions, pooling and group_norm (window nodes and contiguous reshapes). False when
+// `kind` is not one of them.
+bool Importer::visit_window(const std::string& kind, torch::jit::Node* node) {
+  auto in = node->inputs();
+  const std::string name = kind.substr(kind.find("::") + 2);
+  auto done = [&](int id) {
+    set(node->output(), id);
+    return true;
+  };
+  if (kind == "aten::group_norm")  // (x, num_groups, weight, bias, eps, cudnn_enabled)
+    return done(group_norm(tensor(in.at(0)), static_cast<int64_t>(number(in.at(1))), in.at(2), in.at(3),
+                           number(in.at(4))));
+  static const std::set<std::string> kConvs = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                               "conv_transpose3d", "convolution", "_convolution"};
+  if (kind.rfind("aten::", 0) == 0 && kConvs.count(name)) {
+    // conv{1,2,3}d(x, w, b, stride, padding, dilation, groups); conv_transpose{1,2,3}d(x, w, b,
+    // stride, padding, output_padding, groups, dilation); [_]convolution(x, w, b, stride,
+    // padding, dilation, transposed, output_padding, groups, ...).
+    int x = tensor(in.at(0)), w = tensor(in.at(1));
+    const int spatial = static_cast<int>(shape(w).size()) - 2;
+    if (spatial < 1 || spatial > 3) throw Unsupported(name + " with a weight of rank " + std::to_string(spatial + 2));
+    const bool general = name.find("convolution") != std::string::npos;
+    Window win;
+    win.op = (general ? boolean(in.at(6)) : name.find("transpose") != std::string::npos) ? "conv_transpose" : "conv";
+    const std::vector<int64_t> zeros(spatial, 0), ones(spatial, 1);
+    win.stride = per_dim(in.at(3), spatial, ones);
+    const size_t dilation_at = general ? 5 : win.op == "conv" ? 5 : 7;
+    win.dilation = per_dim(in.at(dilation_at), spatial, ones);
+    if (get(in.at(4)).kind == Val::Kind::text) {
+      // padding="valid" is none; "same" keeps the size (stride 1), symmetric only.
+      win.padding = zeros;
+      if (get(in.at(4)).text == "same")
+        for (int sd = 0; sd < spatial; ++sd) {
+          int64_t total = win.dilation[sd] * (shape(w)[2 + sd].value - 1);
+          if (total % 2 != 0) throw Unsupported(name + " with padding='same' and asymmetric padding is not supported");
+          win.padding[sd] = total / 2;
+        }
+    } else {
+      win.padding = per_dim(in.at(4), spatial, zeros);
+    }
+    if (win.op == "conv_transpose") win.output_padding = per_dim(in.at(general ? 7 : 5), spatial, zeros);
+    win.groups = static_cast<int64_t>(number(in.at(general ? 8 : 6)));
+    int y = window(win, x, w);
+    if (!is_none(in.at(2))) y = binary("add", y, per_channel(tensor(in.at(2)), spatial + 2));
+    return done(y);
+  }
+  static const std::set<std::string> kPools = {"max_pool1d", "max_pool2d", "max_pool3d",
+                                               "avg_pool1d", "avg_pool2d", "avg_pool3d"};
+  if (kind.rfind("aten::", 0) == 0 && kPools.count(name)) {
+    // max_poolNd(x, kernel, stride, padding, dilation, ceil_mode); avg_poolNd(x, kernel,
+    // stride, padding, ceil_mode, count_include_pad[, divisor_override]).
+    const int spatial = name[name.size() - 2] - '0';
+    const bool max = name.rfind("max", 0) == 0;
+    Window win;
+    win.op = max ? "max_pool" : "avg_pool";
+    win.kernel = per_dim(in.at(1), spatial, {});
+    if (win.kernel.empty()) throw Unsupported(name + " without a kernel size");
+    win.stride = per_dim(in.at(2), spatial, win.kernel);
+    win.padding = per_dim(in.at(3), spatial, std::vector<int64_t>(spatial, 0));
+    win.dilation = max ? per_dim(in.at(4), spatial, std::vector<int64_t>(spatial, 1)) : std::vector<int64_t>(spatial, 1);
+    if (boolean(in.at(max ? 5 : 4))) throw Unsupported(name + " with ceil_mode=True is not supported");
+    if (!max) {
+      win.count_include_pad = in.size() <= 5 || boolean(in.at(5));
+      if (in.size() > 6 && !is_none(in.at(6))) win.divisor = static_cast<int64_t>(number(in.at(6)));
+    }
+    return done(window(win, tensor(in.at(0)), -1));
+  }
+  if (name == "adaptive_avg_pool1d" || name == "adaptive_avg_pool2d" || name == "adaptive_avg_pool3d") {
+    // Global average pooling (every output size 1): a mean over the spatial dims.
+    const int spatial = name[name.size() - 2] - '0';
+    for (int64_t size : per_dim(in.at(1), spatial, {}))
+      if (size != 1) throw Unsupported(name + " to an output size other than 1 is not supported");
+    int x = tensor(in.at(0));
+    const int rank = static_cast<int>(shape(x).size());
+    std::vector<int> axes;
+    for (int axis = rank - spatial; axis < rank; ++axis) axes.push_back(axis);
+    return done(mean(x, axes, true));
+  }
+  return false;
+}
+
 void Importer::visit_constant(torch::jit::Node* node) {
   auto ivalue = torch::jit::toIValue(node->output());
   Val v;
@@ -513,7 +767,11 @@ void Importer::visit(torch::jit::Node* node) {
       for (const Value* item : in) v.tensors.push_back(get(item).node);
     } else {
       v.kind = Val::Kind::ints;
-      for (const Value* item : in) v.ints.push_back(static_cast<int64_t>(number(item)));
+      for (const Value* item : in) {
+        v.ints.push_back(static_cast<int64_t>(number(item)));
+        const Val& size = get(item);
+        v.dims.push_back(size.from_size ? size.dims.at(0) : Dim::literal(v.ints.back()));
+      }
     }
     vals_[out] = v;
     return;
@@ -541,9 +799,9 @@ void Importer::visit(torch::jit::Node* node) {
     for (size_t idx = 0; idx < tuple.tensors.size(); ++idx) set(node->outputs()[idx], tuple.tensors[idx]);
     return;
   }
-  if (visit_composite(kind, node)) return;
+  if (visit_composite(kind, node) || visit_window(kind, node)) return;
   if (kind == "aten::size" && in.size() == 2) {
-    const Shape& s = shape(tensor(arg(0)));
+    const Shape s = shape(tensor(arg(0)));
     auto axis = static_cast<int64_t>(number(arg(1)));
     if (axis < 0) axis += static_cast<int64_t>(s.size());
     Val v;
@@ -551,8 +809,22 @@ void Importer::visit(torch::jit::Node* node) {
     v.is_int = true;
     v.from_size = true;
     v.number = static_cast<double>(s.at(axis).value);
+    v.dims = {s.at(axis)};
     vals_[out] = v;
     return;
+  }
+  if (kind == "aten::view" || kind == "aten::reshape") return set(out, reshape_to(tensor(arg(0)), get(arg(1))));
+  if (kind == "aten::flatten") {
+    // flatten(x, start_dim, end_dim): one reshape merging the dims between.
+    int x = tensor(arg(0));
+    const Shape sx = shape(x);
+    if (sx.empty()) return set(out, x);
+    const int first = axis_of(x, static_cast<int64_t>(number(arg(1)))), last = axis_of(x, static_cast<int64_t>(number(arg(2))));
+    if (first >= last) return set(out, x);
+    Shape to(sx.begin(), sx.begin() + first);
+    to.push_back(product_dim(Shape(sx.begin() + first, sx.begin() + last + 1), "flat_size"));
+    to.insert(to.end(), sx.begin() + last + 1, sx.end());
+    return set(out, reshape(x, to));
   }
 
   static const std::vector<std::string> kUnary = {"relu", "silu", "tanh", "sigmoid", "exp", "log", "log1p",
@@ -650,21 +922,24 @@ void Importer::visit(torch::jit::Node* node) {
     int x = tensor(arg(0));
     if (!is_none(arg(1)) && number(arg(1)) != 2.0) throw Unsupported("norm with p != 2 is not supported");
     bool keepdim = in.size() > 3 && get(arg(3)).kind == Val::Kind::boolean && boolean(arg(3));
-    return set(out, unary("sqrt", reduce("sum", binary("mul", x, x), norm_axes(x, int_list(arg(2))), keepdim)));
+    return set(out, over_axes(x, norm_axes(x, int_list(arg(2))), keepdim,
+                              [&](int v, const std::vector<int>& axes, bool keep) {
+                                return unary("sqrt", reduce("sum", binary("mul", v, v), axes, keep));
+                              }));
   }
   if (kind == "aten::logsumexp") {
     int x = tensor(arg(0));
-    auto axes = norm_axes(x, int_list(arg(1)));
     bool keepdim = boolean(arg(2));
-    int m = reduce("max", x, axes, true);
-    int lse = binary("add", unary("log", reduce("sum", unary("exp", binary("sub", x, m)), axes, true)), m);
-    if (!keepdim) {
-      std::vector<int> src;
-      for (int axis = 0; axis < static_cast<int>(shape(x).size()); ++axis)
-        if (std::find(axes.begin(), axes.end(), axis) == axes.end()) src.push_back(axis);
-      lse = view(lse, src);
-    }
-    return set(out, lse);
+    return set(out, over_axes(x, norm_axes(x, int_list(arg(1))), keepdim,
+                              [&](int v, const std::vector<int>& axes, bool keep) {
+                 int m = reduce("max", v, axes, true);
+                 int lse = binary("add", unary("log", reduce("sum", unary("exp", binary("sub", v, m)), axes, true)), m);
+                 if (keep) return lse;
+                 std::vector<int> src;
+                 for (int axis = 0; axis < static_cast<int>(shape(v).size()); ++axis)
+                   if (std::find(axes.begin(), axes.end(), axis) == axes.end()) src.push_back(axis);
+                 return view(lse, src);
+               }));
   }
   if (kind == "aten::softmax" || kind == "aten::log_softmax") {
     int x = tensor(arg(0));
@@ -677,12 +952,12 @@ void Importer::visit(torch::jit::Node* node) {
   }
   if (kind == "aten::layer_norm") {
     int x = tensor(arg(0));
-    auto normalized = int_list(arg(1));
-    if (normalized.size() != 1) throw Unsupported("layer_norm over more than the last dim is not supported");
-    std::vector<int> axes = {static_cast<int>(shape(x).size()) - 1};
-    int d = binary("sub", x, mean(x, axes, true));
-    int v = binary("div", reduce("sum", binary("mul", d, d), axes, true), red_len());
-    int y = binary("mul", d, unary("rsqrt", binary("add", v, constant(number(arg(4))))));
+    const int rank = static_cast<int>(shape(x).size());
+    const int normalized_dims = static_cast<int>(int_list(arg(1)).size());
+    if (normalized_dims < 1 || normalized_dims > rank) throw Unsupported("layer_norm's normalized_shape does not fit the input");
+    std::vector<int> axes;
+    for (int axis = rank - normalized_dims; axis < rank; ++axis) axes.push_back(axis);
+    int y = normalized(x, axes, number(arg(4)));
     if (!is_none(arg(2))) y = binary("mul", y, tensor(arg(2)));
     if (!is_none(arg(3))) y = binary("add", y, tensor(arg(3)));
     return set(out, y);

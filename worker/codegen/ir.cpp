@@ -1,8 +1,49 @@
-// Shape helpers for the codegen IR (ir.h): numel and launch expressions of shapes.
+// Shape helpers for the codegen IR (ir.h): numel and launch expressions of shapes, and
+// the output sizes of window nodes (convolutions, pooling) as launch formulas.
 // Test: ctest -R codegen_lower.
 #include "worker/codegen/ir.h"
 
 namespace kforge::codegen {
+namespace {
+
+// "e + 3", "e - 2", or "e" for 0.
+std::string plus(const std::string& expr, int64_t c) {
+  if (c == 0) return expr;
+  return expr + (c > 0 ? " + " : " - ") + std::to_string(c > 0 ? c : -c);
+}
+
+std::string times(int64_t coef, const std::string& expr) {
+  return coef == 1 ? expr : std::to_string(coef) + " * " + expr;
+}
+
+// The output size along spatial dim `sd` for input size `in` and kernel size `k`, or a
+// size below 1 when the window does not fit. Integer division as torch's floor (the
+// numerator is never negative for a window that fits).
+Dim window_dim(const Window& win, int sd, const Dim& in, const Dim& k, const std::string& name) {
+  const int64_t s = win.stride[sd], p = win.padding[sd], d = win.dilation[sd];
+  std::string formula;
+  int64_t value = 0;
+  if (win.op == "conv_transpose") {
+    // (in - 1) * s - 2p + d * (k - 1) + output_padding + 1 = s * in + d * k + c
+    const int64_t c = 1 + win.output_padding[sd] - s - 2 * p - d;
+    value = s * in.value + d * k.value + c;
+    formula = k.is_literal() ? plus(times(s, in.expr()), d * k.value + c)
+                             : plus(times(s, in.expr()) + " + " + times(d, k.expr()), c);
+  } else {
+    // (in + 2p - d * (k - 1) - 1) / s + 1, the numerator = in - d * k + c
+    const int64_t c = 2 * p + d - 1;
+    const int64_t numerator = in.value - d * k.value + c;
+    if (numerator < 0) return Dim::literal(0);
+    value = numerator / s + 1;
+    const std::string base = k.is_literal() ? in.expr() : in.expr() + " - " + times(d, k.expr());
+    const int64_t offset = k.is_literal() ? c - d * k.value : c;  // numerator = base + offset
+    formula = s == 1 ? plus(base, offset + 1) : "(" + plus(base, offset) + ") / " + std::to_string(s) + " + 1";
+  }
+  if (formula == in.expr()) return in;
+  return Dim::computed(value, formula, name);
+}
+
+}  // namespace
 
 std::string numel_expr(const Shape& shape) {
   std::string out;
@@ -45,6 +86,56 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
     else out[k] = da->axis >= 0 ? *da : *db;
   }
   return true;
+}
+
+}  // namespace kforge::codegen
+
+namespace kforge::codegen {
+
+std::string window_shape(const Window& win, const Shape& x, const Shape* weight, Shape& out) {
+  const int spatial = win.spatial();
+  const int rank = static_cast<int>(x.size());
+  out.clear();
+  if (win.is_conv()) {
+    if (rank != spatial + 2) return "expects an [N, C, " + std::to_string(spatial) + " spatial dims] input";
+    if (!weight || static_cast<int>(weight->size()) != spatial + 2) return "expects a weight of rank " + std::to_string(spatial + 2);
+    const Shape& w = *weight;
+    const int64_t groups = win.groups;
+    const bool transposed = win.op == "conv_transpose";
+    // conv: weight [C_out, C_in / groups, k...]; conv_transpose: weight [C_in, C_out / groups, k...].
+    const int64_t in_channels = transposed ? w[0].value : w[1].value * groups;
+    if (groups < 1 || w[0].value % groups != 0 || x[1].value != in_channels)
+      return "input channels (" + std::to_string(x[1].value) + ") do not match the weight and groups";
+    out = {x[0], !transposed ? w[0]
+                 : groups == 1 ? w[1]
+                               : Dim::computed(w[1].value * groups, times(groups, w[1].expr()), "conv_transpose_channels")};
+  } else {
+    if (rank != spatial + 1 && rank != spatial + 2)
+      return "expects an input of rank " + std::to_string(spatial + 1) + " or " + std::to_string(spatial + 2);
+    out.assign(x.begin(), x.end() - spatial);
+  }
+  const std::string prefix = win.op == "conv" ? "conv_size" : win.op == "conv_transpose" ? "conv_transpose_size" : "pool_size";
+  for (int sd = 0; sd < spatial; ++sd) {
+    const Dim& in = x[rank - spatial + sd];
+    const Dim k = win.is_conv() ? (*weight)[2 + sd] : Dim::literal(win.kernel[sd]);
+    Dim dim = window_dim(win, sd, in, k, prefix + std::to_string(out.size()));
+    if (dim.value < 1) return "the window does not fit the input along spatial dim " + std::to_string(sd);
+    out.push_back(dim);
+  }
+  return "";
+}
+
+Dim product_dim(const Shape& dims, const std::string& name) {
+  const Dim* only = nullptr;
+  int counted = 0;
+  for (const auto& dim : dims)
+    if (!(dim.is_literal() && dim.value == 1)) {
+      only = &dim;
+      ++counted;
+    }
+  if (counted == 0) return Dim::literal(1);
+  if (counted == 1) return *only;
+  return Dim::computed(numel_value(dims), numel_expr(dims), name);
 }
 
 }  // namespace kforge::codegen

@@ -1,5 +1,5 @@
 // The teacher compiler's tensor IR: an op's TorchScript graph reduced to a few node
-// kinds (pointwise, reduce, matmul, view) with main-shape sizes and their launch
+// kinds (pointwise, reduce, matmul, window, view) with main-shape sizes and their launch
 // expressions. Built by import_graph.cpp, split into stages by partition.cpp, emitted by
 // emit*.cpp. Test: ctest -R codegen.
 #pragma once
@@ -15,7 +15,8 @@ struct Dim {
   int64_t value = 1;  //!< size at the main shape
   std::string input;  //!< input it comes from ("" for a literal)
   int axis = -1;      //!< axis of that input; -1 for a literal or a formula
-  std::string formula;  //!< launch expression of a size computed from others ("(x.size(1) + y.size(1))" for cat)
+  std::string formula;  //!< launch expression of a size computed from others ("(x.size(1) + y.size(1))" for cat), parenthesised
+  std::string name;     //!< kernel parameter name for a formula ("conv_size2"); "" names it size_sum
 
   //! "x.size(1)", the formula, or the literal value.
   std::string expr() const {
@@ -25,7 +26,11 @@ struct Dim {
   //! True for a size known when the program is written (neither an input's size nor a formula).
   bool is_literal() const { return axis < 0 && formula.empty(); }
   //! A literal dimension of size `v`.
-  static Dim literal(int64_t v) { return Dim{v, "", -1, ""}; }
+  static Dim literal(int64_t v) { return Dim{v, "", -1, "", ""}; }
+  //! A size computed from others: `formula` (a launch expression, parenthesised here), `name` in kernels.
+  static Dim computed(int64_t v, const std::string& formula, const std::string& name) {
+    return Dim{v, "", -1, "(" + formula + ")", name};
+  }
 };
 
 //! A shape with launch expressions per dimension.
@@ -44,13 +49,30 @@ enum class NodeKind {
   binary,    //!< op(args[0], args[1]) with broadcasting
   where,     //!< args[0] ? args[1] : args[2]
   reduce,    //!< op in {sum, max, min} over `axes` of args[0]
-  red_len,   //!< the number of elements each reduction of the enclosing region combines
+  red_len,   //!< the number of elements reduction args[0] combines (a scalar; args[0] is not its operand)
   matmul,    //!< args[0] @ args[1] (rank 1, 2 or 3); bias added as a separate binary node
   view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim); `flip` dims reversed
   concat,    //!< args joined along axes[0] (cat); every arg has the shape of the result except along that axis
   scan,      //!< inclusive prefix `op` (sum) of args[0] along axes[0] (cumsum)
   arg_reduce,  //!< index (int64) of the first `op` ("argmax"/"argmin") of args[0] along axes[0]
   gather,    //!< args[0] (data) read where data dim d is out dim src[d], or the index args[1] (src[d] == -1)
+  reshape,   //!< args[0]'s elements in row-major order with `shape` (same count); always read from args[0]'s buffer
+  window,    //!< a sliding window over the trailing spatial dims of args[0]: convolution (weight args[1]) or pooling
+};
+
+//! A window node's parameters (docs/codegen.md "Window stages"), one entry per spatial dim.
+struct Window {
+  std::string op;  //!< "conv", "conv_transpose", "max_pool", "avg_pool"
+  std::vector<int64_t> kernel;  //!< pooling window (convolutions read it from the weight's trailing dims)
+  std::vector<int64_t> stride, padding, dilation;
+  std::vector<int64_t> output_padding;  //!< conv_transpose only
+  int64_t groups = 1;                   //!< convolutions: channel groups (depthwise: groups = channels)
+  bool count_include_pad = true;        //!< avg_pool: padded zeros count in the divisor (torch's default)
+  int64_t divisor = 0;                  //!< avg_pool: divisor_override, 0 for none
+  //! Number of spatial dims (1, 2 or 3).
+  int spatial() const { return static_cast<int>(stride.size()); }
+  //! True for conv and conv_transpose (a weight operand).
+  bool is_conv() const { return op == "conv" || op == "conv_transpose"; }
 };
 
 //! One IR node; its value is a float tensor of `shape`.
@@ -67,6 +89,7 @@ struct Node {
   std::vector<int> flip;   //!< view: output dims read in reverse (torch.flip)
   std::vector<int> index_src;  //!< gather: index dim j is out dim index_src[j]
   std::string int_type;    //!< "int" / "long": an integer input (only gather indices read it) or an arg_reduce; "" for float
+  Window window;           //!< window nodes
   Shape shape;             //!< result shape
 };
 
@@ -84,9 +107,21 @@ struct Graph {
   }
   //! Node ids that read `id`.
   std::vector<int> users(int id) const;
+  //! The node whose buffer holds `id`'s elements: `id` itself, or what a reshape (chain) reinterprets.
+  int storage(int id) const {
+    while (nodes[id].kind == NodeKind::reshape) id = nodes[id].args[0];
+    return id;
+  }
 };
 
 //! The broadcast of two shapes (right-aligned); false if incompatible.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+
+//! The result shape of a window node over `x` (with `weight` for convolutions, else null):
+//! its spatial sizes are formulas over x's and the weight's sizes. "" or why it cannot be.
+std::string window_shape(const Window& win, const Shape& x, const Shape* weight, Shape& out);
+
+//! The product of `dims` as one dim (the dim itself when only one is not 1), named `name`.
+Dim product_dim(const Shape& dims, const std::string& name);
 
 }  // namespace kforge::codegen

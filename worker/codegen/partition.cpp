@@ -1,11 +1,13 @@
-// Splits an op's IR into kernels (stages): matmuls and the output are materialised,
-// everything between is fused; a pointwise region that reads a matmul becomes that
-// matmul's epilogue. Regions with reductions must agree on one reduced shape.
+// Splits an op's IR into kernels (stages): matmuls, windows (conv, pooling) and the output
+// are materialised, everything between is fused; a pointwise region that reads a matmul or
+// a window becomes its epilogue. Reshapes read a buffer. A region's reductions must agree
+// on one reduced shape: those that do not get stages of their own.
 // Test: ctest -R codegen_lower.
 #include <algorithm>
 #include <set>
 
 #include "worker/codegen/codegen.h"
+#include "worker/codegen/emit_patterns.h"
 #include "worker/codegen/import_graph.h"
 
 namespace kforge::codegen {
@@ -43,7 +45,9 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
     if (!seen.insert(id).second) continue;
     if (id != root && (materialized.count(id) || is_leaf_kind(g.nodes[id].kind))) continue;
     const NodeKind kind = g.nodes[id].kind;
-    if (id != root && (kind == NodeKind::matmul || kind == NodeKind::scan || kind == NodeKind::arg_reduce)) continue;
+    if (id != root && (kind == NodeKind::matmul || kind == NodeKind::scan || kind == NodeKind::arg_reduce ||
+                       kind == NodeKind::window || kind == NodeKind::reshape))
+      continue;
     for (int a : g.nodes[id].args) stack.push_back(a);
   }
   std::vector<int> out(seen.begin(), seen.end());
@@ -78,11 +82,181 @@ std::string Analysis::describe() const {
                        : stage.kind == StageKind::reduce_full ? "reduce_full"
                        : stage.kind == StageKind::scan        ? "scan"
                        : stage.kind == StageKind::arg_reduce  ? "arg_reduce"
+                       : stage.kind == StageKind::window      ? "window"
                                                               : "matmul";
     out += (out.empty() ? "" : "+") + std::string(name);
   }
   return out;
 }
+
+namespace {
+
+// Step 1: the output, every matmul, window and scan, every computed operand of one, and
+// what every reshape reads (a reshape is a buffer read with other sizes). "" or why not.
+std::string materialize_boundaries(const Graph& g, int output, std::set<int>& materialized) {
+  materialized = {output};
+  auto materialize_operand = [&](int id) {
+    int stored = g.storage(id);
+    if (g.nodes[stored].kind != NodeKind::input && g.nodes[stored].kind != NodeKind::constant)
+      materialized.insert(stored);
+  };
+  for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
+    const Node& node = g.nodes[id];
+    if (node.kind == NodeKind::arg_reduce && id != output)
+      return "argmax / argmin feeding further ops is not supported (the teacher computes floats)";
+    if (node.kind == NodeKind::reshape) {
+      materialize_operand(node.args[0]);
+      continue;
+    }
+    if (node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce || node.kind == NodeKind::window) {
+      // The scan and window kernels read their operands from buffers: anything computed
+      // (views too) goes to scratch first.
+      materialized.insert(id);
+      for (int operand : node.args) materialize_operand(operand);
+      continue;
+    }
+    if (node.kind != NodeKind::matmul) continue;
+    materialized.insert(id);
+    for (int operand : node.args) {
+      bool transposed = false, ok = true;
+      int base = strip_transpose(g, operand, transposed, ok);
+      if (!ok) return "matmul operand is a permuted view other than a transpose of the last two dims";
+      materialize_operand(base);
+    }
+  }
+  // A window read by a reduction, a reshape or another window keeps its elementwise tail
+  // (the conv's bias, an activation: single-user nodes of its shape) in its own kernel:
+  // the end of that chain is materialised, and the window becomes the epilogue's anchor.
+  for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
+    if (g.nodes[id].kind != NodeKind::window) continue;
+    int tail = id;
+    for (;;) {
+      if (tail != id && materialized.count(tail)) break;
+      auto users = g.users(tail);
+      if (users.size() != 1) break;
+      const Node& user = g.nodes[users[0]];
+      const bool elementwise =
+          user.kind == NodeKind::unary || user.kind == NodeKind::binary || user.kind == NodeKind::where;
+      if (!elementwise || !same_values(user.shape, g.nodes[id].shape)) break;
+      tail = users[0];
+    }
+    materialized.insert(tail);
+  }
+  return "";
+}
+
+// The stage kind of a region whose reductions agree on one reduced shape, or "" and the
+// reductions to give their own stages (`split`) first: those over other dims or shapes
+// than the region's last reduction, all but the last of a full reduction (and that one
+// too when the epilogue outputs more than one value), and all of them when an operand
+// does not line up with the reduced tensor (an epilogue broadcast to other dims, a
+// per-channel weight). `why` says what stays unsupported.
+bool reduce_stage(const Graph& g, const std::set<int>& materialized, const std::vector<int>& reduces, Stage& stage,
+                  std::set<int>& split, std::string& why) {
+  const Node& last = g.nodes[reduces.back()];
+  const size_t before = split.size();
+  int reference = -1;  // the first reduction that agrees with the last names the reduced sizes
+  for (int id : reduces) {
+    const Node& r = g.nodes[id];
+    if (r.axes != last.axes || !same_values(g.nodes[r.args[0]].shape, g.nodes[last.args[0]].shape)) split.insert(id);
+    else if (reference < 0) reference = id;
+  }
+  if (split.size() > before) return false;
+  stage.reduce_axes = last.axes;
+  stage.reduce_shape = g.nodes[g.nodes[reference].args[0]].shape;
+  const int rank = static_cast<int>(stage.reduce_shape.size());
+  if (static_cast<int>(stage.reduce_axes.size()) == rank || rank == 1) {
+    // The final kernel writes one value: an epilogue over more (x / norm(x)) runs apart.
+    stage.kind = StageKind::reduce_full;
+    split.insert(reduces.begin(), reduces.end() - 1);
+    if (numel_value(g.nodes[stage.root].shape) != 1) split.insert(reduces.back());
+    return split.size() == before;
+  }
+  if (stage.reduce_axes.size() != 1) {
+    why = "reduction over several (but not all) dims is not supported";
+    return false;
+  }
+  stage.kind = StageKind::reduce_rows;
+  emit::PatternMap patterns{g, stage, [&](int id) {
+    const NodeKind kind = g.nodes[id].kind;
+    return id != stage.root && (kind == NodeKind::input || kind == NodeKind::reshape || materialized.count(id) > 0);
+  }, {}, ""};
+  patterns.check_output(stage.root);
+  for (int id : reduces) patterns.of(g.nodes[id].args[0]);
+  if (patterns.error.empty()) return true;
+  for (int id : reduces)
+    if (id != stage.root) split.insert(id);
+  if (split.size() == before) why = patterns.error;
+  return false;
+}
+
+// Step 2: one stage per materialised node, in topological order (node ids are
+// topological). Reductions that must run apart go to `split` (the caller materialises
+// them and tries again); "" or why the op cannot be lowered.
+std::string build_stages(Analysis& analysis, const std::set<int>& materialized, std::set<int>& split) {
+  const Graph& g = analysis.graph;
+  const int output = analysis.output_root;
+  analysis.stages.clear();
+  std::set<int> fused_away;
+  for (int root : materialized) {
+    if (fused_away.count(root)) continue;
+    Stage stage;
+    stage.root = root;
+    const Node& node = g.nodes[root];
+    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce ||
+        node.kind == NodeKind::window) {
+      stage.kind = node.kind == NodeKind::matmul   ? StageKind::matmul
+                   : node.kind == NodeKind::scan   ? StageKind::scan
+                   : node.kind == NodeKind::window ? StageKind::window
+                                                   : StageKind::arg_reduce;
+      stage.anchor = root;
+      analysis.stages.push_back(stage);
+      continue;
+    }
+    auto nodes = region_nodes(g, root, materialized);
+    std::vector<int> reduces, anchors;
+    for (int id : nodes) {
+      if (id != root && materialized.count(id)) continue;  // read from a buffer
+      if (g.nodes[id].kind == NodeKind::reduce) reduces.push_back(id);
+    }
+    for (int id : nodes)
+      if (g.nodes[id].kind == NodeKind::matmul || g.nodes[id].kind == NodeKind::window) anchors.push_back(id);
+    if (reduces.empty()) {
+      stage.kind = StageKind::pointwise;
+      // Epilogue fusion: the latest matmul or window of the same shape, read only here, anchors this stage.
+      for (auto it = anchors.rbegin(); it != anchors.rend(); ++it) {
+        int anchor = *it;
+        auto users = g.users(anchor);
+        bool only_here = std::all_of(users.begin(), users.end(), [&](int u) {
+          return std::binary_search(nodes.begin(), nodes.end(), u) && u != anchor;
+        });
+        if (only_here && anchor != output && same_values(g.nodes[anchor].shape, node.shape)) {
+          stage.kind = g.nodes[anchor].kind == NodeKind::matmul ? StageKind::matmul : StageKind::window;
+          stage.anchor = anchor;
+          fused_away.insert(anchor);
+          break;
+        }
+      }
+      // The window emitter reads its epilogue through output coordinates, as pointwise stages do.
+      if (stage.kind == StageKind::matmul && has_index_remap(g, nodes))
+        return "flip, cat or gather in a matmul epilogue is not supported";
+      analysis.stages.push_back(stage);
+      continue;
+    }
+    if (has_index_remap(g, nodes)) return "flip, cat or gather inside a reduction region is not supported";
+    std::string why;
+    const bool agreed = reduce_stage(g, materialized, reduces, stage, split, why);
+    if (!why.empty()) return why;
+    if (agreed) analysis.stages.push_back(stage);
+  }
+  // Stages whose anchor was fused into a later epilogue must not run alone.
+  analysis.stages.erase(std::remove_if(analysis.stages.begin(), analysis.stages.end(),
+                                       [&](const Stage& s) { return fused_away.count(s.root) > 0; }),
+                        analysis.stages.end());
+  return "";
+}
+
+}  // namespace
 
 Analysis analyze(const spec::OpSpec& spec) {
   Analysis analysis;
@@ -93,118 +267,26 @@ Analysis analyze(const spec::OpSpec& spec) {
     return analysis;
   }
   Graph& g = analysis.graph = std::move(imported.graph);
-  const int output = g.output;
+  // A reshaped output is the same elements in the same order: the stage of what it
+  // reinterprets writes `out` directly.
+  const int output = analysis.output_root = g.storage(g.output);
   if (g.nodes[output].kind == NodeKind::input || g.nodes[output].kind == NodeKind::constant) {
     analysis.unsupported = "the op returns an input or constant unchanged; nothing to compute";
     return analysis;
   }
-
-  // 1. Materialise the output, every matmul and scan, and every computed operand of one.
-  std::set<int> materialized = {output};
-  for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
-    const Node& node = g.nodes[id];
-    if (node.kind == NodeKind::arg_reduce && id != output) {
-      analysis.unsupported = "argmax / argmin feeding further ops is not supported (the teacher computes floats)";
-      return analysis;
-    }
-    if (node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
-      // The scan kernel reads its operand contiguously: anything computed (views too) goes to scratch first.
-      materialized.insert(id);
-      if (g.nodes[node.args[0]].kind != NodeKind::input) materialized.insert(node.args[0]);
-      continue;
-    }
-    if (node.kind != NodeKind::matmul) continue;
-    materialized.insert(id);
-    for (int operand : node.args) {
-      bool transposed = false, ok = true;
-      int base = strip_transpose(g, operand, transposed, ok);
-      if (!ok) {
-        analysis.unsupported = "matmul operand is a permuted view other than a transpose of the last two dims";
-        return analysis;
-      }
-      if (g.nodes[base].kind != NodeKind::input) materialized.insert(base);
-    }
+  std::set<int> materialized;
+  analysis.unsupported = materialize_boundaries(g, output, materialized);
+  // Regions whose reductions cannot share a kernel hand some to stages of their own,
+  // until every region agrees (each round materialises at least one more node).
+  while (analysis.ok()) {
+    std::set<int> split;
+    analysis.unsupported = build_stages(analysis, materialized, split);
+    if (split.empty() || !analysis.ok()) break;
+    const size_t before = materialized.size();
+    materialized.insert(split.begin(), split.end());
+    if (materialized.size() == before) analysis.unsupported = "internal: a region's reductions could not be split";
   }
-
-  // 2. One stage per materialised node, in topological order (node ids are topological).
-  std::vector<int> roots(materialized.begin(), materialized.end());
-  std::set<int> fused_away;
-  for (int root : roots) {
-    if (fused_away.count(root)) continue;
-    Stage stage;
-    stage.root = root;
-    const Node& node = g.nodes[root];
-    if (node.kind == NodeKind::matmul || node.kind == NodeKind::scan || node.kind == NodeKind::arg_reduce) {
-      stage.kind = node.kind == NodeKind::matmul ? StageKind::matmul
-                   : node.kind == NodeKind::scan ? StageKind::scan
-                                                 : StageKind::arg_reduce;
-      stage.anchor = root;
-      analysis.stages.push_back(stage);
-      continue;
-    }
-    auto nodes = region_nodes(g, root, materialized);
-    std::vector<int> reduces, matmuls;
-    for (int id : nodes) {
-      if (g.nodes[id].kind == NodeKind::reduce) reduces.push_back(id);
-      if (g.nodes[id].kind == NodeKind::matmul) matmuls.push_back(id);
-    }
-    if (reduces.empty()) {
-      stage.kind = StageKind::pointwise;
-      // Epilogue fusion: the latest matmul of the same shape, read only here, anchors this stage.
-      for (auto it = matmuls.rbegin(); it != matmuls.rend(); ++it) {
-        int mm = *it;
-        auto users = g.users(mm);
-        bool only_here = std::all_of(users.begin(), users.end(), [&](int u) {
-          return std::binary_search(nodes.begin(), nodes.end(), u) && u != mm;
-        });
-        if (only_here && mm != output && same_values(g.nodes[mm].shape, node.shape)) {
-          stage.kind = StageKind::matmul;
-          stage.anchor = mm;
-          fused_away.insert(mm);
-          break;
-        }
-      }
-      if (stage.kind != StageKind::pointwise && has_index_remap(g, nodes)) {
-        analysis.unsupported = "flip, cat or gather in a matmul epilogue is not supported";
-        return analysis;
-      }
-      analysis.stages.push_back(stage);
-      continue;
-    }
-    if (has_index_remap(g, nodes)) {
-      analysis.unsupported = "flip, cat or gather inside a reduction region is not supported";
-      return analysis;
-    }
-    // Reductions: all over the same axes of equally shaped tensors.
-    const Node& first = g.nodes[reduces[0]];
-    stage.reduce_axes = first.axes;
-    stage.reduce_shape = g.nodes[first.args[0]].shape;
-    for (int id : reduces) {
-      const Node& r = g.nodes[id];
-      if (r.axes != stage.reduce_axes || !same_values(g.nodes[r.args[0]].shape, stage.reduce_shape)) {
-        analysis.unsupported = "one fused region reduces over different dims or shapes";
-        return analysis;
-      }
-    }
-    int rank = static_cast<int>(stage.reduce_shape.size());
-    if (static_cast<int>(stage.reduce_axes.size()) == rank && rank > 1) {
-      stage.kind = StageKind::reduce_full;
-      if (reduces.size() != 1) {
-        analysis.unsupported = "a full reduction fused with further reductions is not supported";
-        return analysis;
-      }
-    } else if (stage.reduce_axes.size() == 1 || rank == 1) {
-      stage.kind = rank == 1 ? StageKind::reduce_full : StageKind::reduce_rows;
-    } else {
-      analysis.unsupported = "reduction over several (but not all) dims is not supported";
-      return analysis;
-    }
-    analysis.stages.push_back(stage);
-  }
-  // Stages whose matmul anchor was fused into a later epilogue must not run alone.
-  analysis.stages.erase(std::remove_if(analysis.stages.begin(), analysis.stages.end(),
-                                       [&](const Stage& s) { return fused_away.count(s.root) > 0; }),
-                        analysis.stages.end());
+  if (!analysis.ok()) analysis.stages.clear();
   return analysis;
 }
 

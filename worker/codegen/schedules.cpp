@@ -13,7 +13,8 @@ namespace {
 
 // Which stage kinds an op has.
 struct StageKinds {
-  bool pointwise = false, rows = false, full = false, matmul = false, scan = false;
+  bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
+  bool conv_gemm = false;  // a conv with enough output channels per group for tl.dot tiles (triton)
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   explicit StageKinds(const Analysis& analysis) {
@@ -23,6 +24,11 @@ struct StageKinds {
       rows |= stage.kind == StageKind::reduce_rows;
       full |= stage.kind == StageKind::reduce_full;
       matmul |= stage.kind == StageKind::matmul;
+      window |= stage.kind == StageKind::window;
+      if (stage.kind == StageKind::window) {
+        const Node& node = g.nodes[stage.anchor];
+        conv_gemm |= node.window.op == "conv" && g.nodes[node.args[1]].shape[0].value / node.window.groups >= 8;
+      }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
       if (stage.kind == StageKind::reduce_rows) {
@@ -102,6 +108,13 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
           s.vector_width = vec;
           variants.push_back(s);
         }
+      } else if (kinds.window) {
+        // A thread per output of a conv / pool (and its epilogue).
+        for (int wg : {256, 128, 512}) {
+          Schedule s = base;
+          s.work_group = wg;
+          variants.push_back(s);
+        }
       } else if (kinds.scan) {
         for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
           Schedule s = base;
@@ -178,6 +191,26 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       add(4096, 1, 8);
       add(512, 1, 4);
       add(256, 1, 2);
+    } else if (kinds.window) {
+      // Convs: implicit-GEMM tiles (block_m positions x block_n channels, block_k of the
+      // reduction per tl.dot) first; then BLOCK outputs per program, each walking its window.
+      if (kinds.conv_gemm)
+        for (auto [bm, bn, bk, warps] : std::vector<std::tuple<int, int, int, int>>{
+                 {64, 64, 32, 4}, {128, 64, 32, 8}, {32, 32, 32, 4}}) {
+          Schedule s = base;
+          s.block_m = bm;
+          s.block_n = bn;
+          s.block_k = bk;
+          s.warps = warps;
+          s.block = 256;
+          variants.push_back(s);
+        }
+      const size_t direct = variants.size();
+      add(256, 1, 4);
+      add(1024, 1, 8);
+      add(128, 1, 4);
+      if (kinds.conv_gemm)
+        for (size_t idx = direct; idx < variants.size(); ++idx) variants[idx].window_gemm = 0;
     } else if (kinds.scan) {
       // Last dim: (chunk, lines per program); other dims: (adjacent lines per program, steps per chunk).
       if (kinds.last_dim) {
@@ -194,6 +227,17 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       variants.push_back(base);
     }
     candidates.insert(candidates.end(), variants.begin(), variants.end());
+  }
+  if (kinds.matmul) {
+    // tf32x3 on the two largest tiles first: on tensor-core GPUs three TF32 products beat one
+    // fp32 FMA product (each is checked at the op's tolerance like any other).
+    std::vector<Schedule> x3;
+    for (const Schedule& s : candidates)
+      if (s.block_m == 128 && (s.block_n == 128 || s.block_n == 64)) {
+        x3.push_back(s);
+        x3.back().dot_x3 = 1;
+      }
+    candidates.insert(candidates.begin(), x3.begin(), x3.end());
   }
   return candidates;
 }
@@ -264,6 +308,13 @@ std::vector<Schedule> schedule_space(const Analysis& analysis, Target target) {
               s.vector_width = vec;
               candidates.push_back(s);
             }
+      } else if (kinds.window) {
+        // A work-item per output of a conv / pool (and its epilogue).
+        for (int wg : {64, 256, 16}) {
+          Schedule s = base;
+          s.work_group = wg;
+          candidates.push_back(s);
+        }
       } else if (scan) {
         for (int wg : {16, 64, 256})
           for (int u : {1, 4}) {

@@ -92,6 +92,17 @@ class KernelBackend {
   virtual TimingSample launch(BoundPlan& bound) = 0;
   //! Evicts device caches before a timed run (GPU: writes twice the L2 size); no-op on CPUs.
   virtual void flush_caches() = 0;
+  //! Timed runs of `plans` in order, each after a cache flush. A GPU backend queues them
+  //! all (flush, events, launches) and synchronises once, as triton's do_bench does; the
+  //! default flushes, launches and waits for each in turn.
+  virtual std::vector<TimingSample> launch_batch(const std::vector<BoundPlan*>& plans) {
+    std::vector<TimingSample> samples;
+    for (BoundPlan* plan : plans) {
+      flush_caches();
+      samples.push_back(launch(*plan));
+    }
+    return samples;
+  }
   //! Makes copies between the device and host block [ptr, ptr + bytes) fast (CUDA: page-locks
   //! it in place, read-only for the inputs), for as long as the backend lives. Best effort:
   //! false (and copies stay correct, only slower) where the backend or host cannot.

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -283,11 +284,11 @@ class Sandbox {
 
   // The timing protocol of timing.h, as suspicious as verification: `sets` are verified
   // trial input sets; `rotations` buffer sets are cycled (together larger than the
-  // last-level cache on CPUs), and after every run the set just used is reloaded with the
-  // next trial's inputs, its outputs and scratch poisoned again. So the same addresses hold
-  // new data on each visit (a result cached by address or a flag left in scratch goes
-  // stale), and nothing is written just before the run that uses it (cold caches; GPUs also
-  // flush L2 before each run). A final lap, run exactly like the timed runs, sends every
+  // last-level cache on CPUs), and after every run (on a GPU: every batch of runs, one per
+  // set) the sets just used are reloaded with the next trials' inputs, their outputs and
+  // scratch poisoned again. So the same addresses hold new data on each visit (a result
+  // cached by address or a flag left in scratch goes stale), and nothing is written just
+  // before the run that uses it (cold caches; GPUs also flush L2 before each run). A final lap, run exactly like the timed runs, sends every
   // set's outputs back for the parent to check, with inputs and guard regions verified.
   json time(const json& cmd) {
     LaunchPlan plan = read_plan(cmd);
@@ -304,10 +305,20 @@ class Sandbox {
     }
     const int trials = static_cast<int>(set_inputs.size());
     int rotations = std::max(1, cmd.value("rotations", 1));
+    const bool gpu = !backend_->is_cpu();
+    // On a GPU a batch of runs, one per buffer set, is queued back to back and synchronised
+    // once (triton's do_bench); "dense": false runs and waits for one at a time.
+    const bool dense = gpu && cmd.value("dense", true);
+    if (dense) {
+      int64_t set_bytes = 1;
+      for (const auto& buffer : plan.buffers) set_bytes += buffer.bytes;
+      // As many sets as the batch, within 2 GB of device memory (at least one).
+      const int64_t fits = std::max<int64_t>(1, (int64_t{2} << 30) / set_bytes);
+      rotations = static_cast<int>(std::min<int64_t>(std::max(rotations, cmd.value("batch", 8)), fits));
+    }
     // With a multiple of the trial count every buffer set would always hold the same trial.
     if (trials > 1 && rotations % trials == 0) ++rotations;
     uint8_t poison = static_cast<uint8_t>(cmd.value("poison", 255));
-    const bool gpu = !backend_->is_cpu();
     TimingProtocol protocol;
     protocol.max_seconds = cmd.value("max_seconds", protocol.max_seconds);
     protocol.target_iqr = cmd.value("target_iqr", protocol.target_iqr);
@@ -328,20 +339,34 @@ class Sandbox {
     }
     std::vector<bool> verified(static_cast<size_t>(trials), false);
     bool final_lap = false;
-    auto run = [&](int run_idx) {
-      BufferSet& set = sets[static_cast<size_t>(run_idx % rotations)];
-      backend_->flush_caches();
-      TimingSample sample = backend_->launch(*set.bound);
-      if (final_lap) {
-        auto trial = static_cast<size_t>(set.trial);
-        read_back(plan, set, set_inputs[trial], set_outputs[trial], "while timed");
-        verified[trial] = true;
+    std::deque<TimingSample> done;  // times of runs made but not yet handed to the protocol
+    // Runs the next set (dense: every set), then checks (final lap) and reloads what ran.
+    auto run_batch = [&](int run_idx) {
+      const size_t first = dense ? 0 : static_cast<size_t>(run_idx % rotations);
+      const size_t count = dense ? sets.size() : 1;
+      std::vector<BoundPlan*> plans;
+      for (size_t idx = first; idx < first + count; ++idx) plans.push_back(sets[idx].bound.get());
+      std::vector<TimingSample> samples = backend_->launch_batch(plans);
+      for (size_t idx = first; idx < first + count; ++idx) {
+        BufferSet& set = sets[idx];
+        if (final_lap) {
+          auto trial = static_cast<size_t>(set.trial);
+          read_back(plan, set, set_inputs[trial], set_outputs[trial], "while timed");
+          verified[trial] = true;
+        }
+        set.trial = next_trial++ % trials;
+        load_set(plan, set, set_inputs[static_cast<size_t>(set.trial)], poison);
+        // On a GPU the measured time is the device's (events around the launches); on a CPU
+        // device the wall time around launch and finish.
+        TimingSample sample = samples[idx - first];
+        if (gpu) sample.wall_ms = sample.device_ms;
+        done.push_back(sample);
       }
-      set.trial = next_trial++ % trials;
-      load_set(plan, set, set_inputs[static_cast<size_t>(set.trial)], poison);
-      // On a GPU the measured time is the device's (events around the launches); on a CPU
-      // device the wall time around launch and finish.
-      if (gpu) sample.wall_ms = sample.device_ms;
+    };
+    auto run = [&](int run_idx) {
+      if (done.empty()) run_batch(run_idx);
+      TimingSample sample = done.front();
+      done.pop_front();
       return sample;
     };
     TimingRecord record = run_timing_protocol(run, protocol, std::max(3, rotations));
@@ -349,7 +374,7 @@ class Sandbox {
     int lap_runs = 0;
     try {
       for (int run_idx = 0; !std::all_of(verified.begin(), verified.end(), [](bool v) { return v; }); ++run_idx) {
-        run(run_idx);
+        run_batch(run_idx);
         if (++lap_runs > rotations * trials + rotations) throw std::runtime_error("final lap did not cover every set");
       }
     } catch (const ChildFailure& failure) {

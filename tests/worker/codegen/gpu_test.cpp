@@ -1,6 +1,6 @@
 // The teacher's cuda and triton programs on a real GPU through the harness Checker
 // (NVRTC + driver API; the Python runner with compiled Triton): one op of every stage
-// kind and layout, on the op's main (GPU-sized) shapes, with the first schedule of each
+// kind and layout (and the window ops of kernelbench_ops/: convs, pooling), on the op's main shapes, with the first schedule of each
 // target's space (the others are the autotuner's business: bench/gpu/run_device.sh teacher). Skipped with the reason where no NVIDIA GPU is present.
 // Run: ctest -R codegen_gpu (label gpu; bench/gpu/run_device.sh test runs it on the H100).
 #include <gtest/gtest.h>
@@ -37,7 +37,8 @@ bool have_nvidia_gpu(std::string& why) {
 
 // One op: a Checker (GPU reference, sandboxes) and the first schedule's program checked;
 // "" when correct on the GPU, else what went wrong.
-std::string check_op_on_gpu(const char* name, const std::string& target, codegen::Target language) {
+std::string check_op_on_gpu(const char* name, const spec::OpSpec& spec, const std::string& target,
+                            codegen::Target language) {
   harness::CheckOptions options = harness::testing::fast_options();
   options.target = target;
   options.device = "";  // CUDA device 0
@@ -45,7 +46,6 @@ std::string check_op_on_gpu(const char* name, const std::string& target, codegen
   options.trials = 2;
   options.spares = 1;            // one program per Checker: no second child to start
   options.trial_timeout_s = 60;  // the first launch of a Triton kernel compiles it
-  auto spec = kforge::testing::suite_op(name);
   auto analysis = codegen::analyze(spec);
   if (!analysis.ok()) return std::string(name) + ": " + analysis.unsupported;
   auto space = codegen::schedule_space(analysis, language);
@@ -64,20 +64,17 @@ std::string check_op_on_gpu(const char* name, const std::string& target, codegen
 
 // Every op, six at a time: each Checker spends most of its start-up importing torch in
 // its runners (CPU), which 16 cores overlap, while the GPU work is small.
-void check_ops_on_gpu(const std::string& target) {
+void check_ops_on_gpu(const std::string& target, const std::vector<const char*>& names,
+                      spec::OpSpec (*load)(const std::string&)) {
   unsetenv("TRITON_INTERPRET");
   codegen::Target language = codegen::Target::opencl;
   ASSERT_TRUE(codegen::parse_target(target, language));
-  const std::vector<const char*> names = {"silu_mul",     "add_bcast_3d", "embedding",   "cat_last",    "flip_last",
-                                          "pow_tensor",   "softmax_last", "layer_norm",  "sum_dim0",    "amax_dim1_3d",
-                                          "mse_loss",     "cumsum_last",  "cumsum_dim0", "argmax_last", "linear_gelu",
-                                          "bmm",          "attention",    "matmul"};
   std::vector<std::string> failures(names.size());
   std::atomic<size_t> next{0};
   auto started = std::chrono::steady_clock::now();
   auto worker = [&] {
     for (size_t op_idx = next++; op_idx < names.size(); op_idx = next++) {
-      failures[op_idx] = check_op_on_gpu(names[op_idx], target, language);
+      failures[op_idx] = check_op_on_gpu(names[op_idx], load(names[op_idx]), target, language);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       std::fprintf(stderr, "[%6.1f s] %s %s: %s\n", s, target.c_str(), names[op_idx],
                    failures[op_idx].empty() ? "correct" : "FAILED");
@@ -89,19 +86,45 @@ void check_ops_on_gpu(const std::string& target) {
   for (size_t op_idx = 0; op_idx < names.size(); ++op_idx) EXPECT_EQ(failures[op_idx], "") << names[op_idx];
 }
 
+// One suite op of every stage kind and layout.
+const std::vector<const char*> kSuiteOps = {"silu_mul",    "add_bcast_3d", "embedding",   "cat_last",   "flip_last",
+                                            "pow_tensor",  "softmax_last", "layer_norm",  "sum_dim0",   "amax_dim1_3d",
+                                            "mse_loss",    "cumsum_last",  "cumsum_dim0", "argmax_last", "linear_gelu",
+                                            "bmm",         "attention",    "matmul"};
+
+// Window stages (tests/worker/codegen/kernelbench_ops): convs (implicit GEMM in triton,
+// grouped, depthwise, 3-d), transposed convs, pooling, and the norms and chains around them.
+const std::vector<const char*> kWindowOps = {
+    "conv2d_wide_hardswish",   "conv2d_grouped_wide", "conv2d_depthwise", "conv3d_wide_relu",
+    "conv_transpose2d_groups_gelu", "conv_transpose3d", "max_pool2d_relu", "avg_pool3d",
+    "group_norm",              "conv2d_batch_norm_scale", "conv3d_min_softmax", "frobenius_normalize"};
+
+bool triton_usable(std::string& why) {
+  std::string python = harness::testing::interpreter_python();
+  if (harness::testing::triton_importable(python)) return true;
+  why = python + " cannot import torch and triton (set KFORGE_PYTHON)";
+  return false;
+}
+
 }  // namespace
 
 TEST(CodegenGpu, CudaProgramsOfEveryStageKindAreCorrectOnTheGpu) {
   std::string why;
   if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  check_ops_on_gpu("cuda");
+  check_ops_on_gpu("cuda", kSuiteOps, kforge::testing::suite_op);
 }
 
 TEST(CodegenGpu, TritonProgramsOfEveryStageKindAreCorrectOnTheGpu) {
   std::string why;
   if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  std::string python = harness::testing::interpreter_python();
-  if (!harness::testing::triton_importable(python))
-    GTEST_SKIP() << python << " cannot import torch and triton (set KFORGE_PYTHON)";
-  check_ops_on_gpu("triton");
+  if (!triton_usable(why)) GTEST_SKIP() << why;
+  check_ops_on_gpu("triton", kSuiteOps, kforge::testing::suite_op);
+}
+
+TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInBothTargets) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
+  check_ops_on_gpu("cuda", kWindowOps, kforge::testing::kernelbench_op);
+  if (!triton_usable(why)) GTEST_SKIP() << why;
+  check_ops_on_gpu("triton", kWindowOps, kforge::testing::kernelbench_op);
 }

@@ -259,3 +259,111 @@ TEST(CodegenLower, EverySupportedSuiteProgramParsesAndVariantsDiffer) {
   EXPECT_GE(supported, 120);
   std::cout << supported << " suite ops lower, " << programs << " distinct programs\n";
 }
+
+namespace {
+
+spec::OpSpec one_input_op(const std::string& body, std::vector<int64_t> shape) {
+  spec::OpSpec spec;
+  spec.name = "window_case";
+  spec.source = "def forward(x: Tensor) -> Tensor:\n    return " + body + "\n";
+  spec.inputs.push_back({"x", std::move(shape), spec::DType::float32, {spec::DistKind::normal, 0, 1}});
+  return spec;
+}
+
+std::vector<int64_t> output_sizes(const codegen::Analysis& analysis) {
+  std::vector<int64_t> sizes;
+  for (const auto& dim : analysis.graph.nodes[analysis.graph.output].shape) sizes.push_back(dim.value);
+  return sizes;
+}
+
+}  // namespace
+
+TEST(CodegenLower, ConvWithItsEpilogueIsOneWindowKernel) {
+  auto analysis = codegen::analyze(kforge::testing::kernelbench_op("conv2d_relu_bias"));
+  ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+  EXPECT_EQ(analysis.describe(), "window") << "bias, relu and the bias add fuse into the conv";
+  // x [3, 8, 13, 11], w [6, 4, 3, 3], stride (2, 1), padding (1, 2), dilation (1, 2), groups 2.
+  EXPECT_EQ(output_sizes(analysis), (std::vector<int64_t>{3, 6, 7, 11}));
+  for (auto target : {codegen::Target::opencl, codegen::Target::cuda, codegen::Target::triton}) {
+    auto gen = codegen::emit_program(analysis, codegen::schedule_space(analysis, target).front(), target);
+    ASSERT_TRUE(gen.ok()) << gen.unsupported;
+    EXPECT_TRUE(contains(gen.program, "conv2d_relu_bias_conv")) << gen.program;
+    EXPECT_TRUE(contains(gen.program, "grp")) << "grouped: each output channel reads its group\n" << gen.program;
+    // Output sizes are launch formulas over the input and weight sizes, never the main shape's.
+    EXPECT_TRUE(contains(gen.program, "(x.size(2) - w.size(2) + 2)")) << gen.program;
+    EXPECT_FALSE(contains(gen.program, " 13")) << gen.program;
+  }
+  auto triton = codegen::emit_program(analysis, codegen::Schedule{}, codegen::Target::triton);
+  EXPECT_TRUE(contains(triton.program, "(x.size(2) - w.size(2) + 2) // 2 + 1")) << "Python divides with //\n"
+                                                                                  << triton.program;
+}
+
+TEST(CodegenLower, ReductionsOverSeveralDimsAreRegrouped) {
+  // Adjacent dims: one merged dim of a reshape, read in place (one stage).
+  auto spatial = codegen::analyze(one_input_op("torch.mean(x, [2, 3], True)", {4, 5, 6, 7}));
+  ASSERT_TRUE(spatial.ok()) << spatial.unsupported;
+  EXPECT_EQ(spatial.describe(), "reduce_rows");
+  EXPECT_EQ(output_sizes(spatial), (std::vector<int64_t>{4, 5, 1, 1}));
+  // Scattered dims: the kept dims first (a permuted copy), then the same row reduction.
+  auto scattered = codegen::analyze(one_input_op("torch.sum(x, [0, 2])", {4, 5, 6}));
+  ASSERT_TRUE(scattered.ok()) << scattered.unsupported;
+  EXPECT_EQ(scattered.describe(), "pointwise+reduce_rows");
+  EXPECT_EQ(output_sizes(scattered), (std::vector<int64_t>{5}));
+  auto group = codegen::analyze(kforge::testing::kernelbench_op("group_norm"));
+  ASSERT_TRUE(group.ok()) << group.unsupported;
+  EXPECT_EQ(group.describe(), "reduce_rows+pointwise") << "normalised group rows, then the per-channel affine";
+  auto gen = codegen::emit_program(group, codegen::Schedule{});
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "x.size(1) / 3 * x.size(2)*x.size(3)")) << gen.program;
+}
+
+TEST(CodegenLower, WindowRefusalsSayWhy) {
+  struct Case {
+    const char* body;
+    const char* reason;
+  };
+  for (auto c : {Case{"torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], True)", "ceil_mode=True"},
+                 Case{"torch.adaptive_avg_pool2d(x, [2, 2])", "output size other than 1"},
+                 Case{"torch.max_pool2d(x, [9, 9], [1, 1], [0, 0], [1, 1], False)", "does not fit"}}) {
+    auto analysis = codegen::analyze(one_input_op(c.body, {2, 3, 8, 8}));
+    EXPECT_FALSE(analysis.ok()) << c.body;
+    EXPECT_TRUE(contains(analysis.unsupported, c.reason)) << c.body << ": " << analysis.unsupported;
+  }
+}
+
+TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
+  auto wide = codegen::analyze(kforge::testing::kernelbench_op("conv2d_grouped_wide"));  // 16 outputs, 2 groups
+  ASSERT_TRUE(wide.ok()) << wide.unsupported;
+  auto space = codegen::schedule_space(wide, codegen::Target::triton);
+  ASSERT_GE(space.size(), 2u);
+  auto gemm = codegen::emit_program(wide, space.front(), codegen::Target::triton);
+  ASSERT_TRUE(gemm.ok()) << gemm.unsupported;
+  EXPECT_TRUE(contains(gemm.program, "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")")) << gemm.program;
+  EXPECT_TRUE(contains(gemm.program, "grp = tl.program_id(1)")) << "one grid column per group\n" << gemm.program;
+  auto direct = codegen::emit_program(wide, space.back(), codegen::Target::triton);
+  ASSERT_TRUE(direct.ok()) << direct.unsupported;
+  EXPECT_FALSE(contains(direct.program, "tl.dot")) << direct.program;
+  EXPECT_TRUE(contains(space.back().label(), ".direct")) << space.back().label();
+  // Depthwise: one output channel per group would leave a tl.dot tile mostly masked.
+  auto depthwise = codegen::analyze(kforge::testing::kernelbench_op("conv2d_depthwise"));
+  auto dw = codegen::emit_program(depthwise, codegen::schedule_space(depthwise, codegen::Target::triton).front(),
+                                  codegen::Target::triton);
+  ASSERT_TRUE(dw.ok()) << dw.unsupported;
+  EXPECT_FALSE(contains(dw.program, "tl.dot")) << dw.program;
+}
+
+// Every KernelBench-shaped test op lowers and emits in every target. The test runs under
+// MALLOC_PERTURB_ (tests/CMakeLists.txt), so a reference into the graph's node vector kept
+// across a node add reads poisoned memory here, not only on some other host's allocator.
+TEST(CodegenLower, EveryKernelBenchTestOpLowersInEveryTarget) {
+  for (const auto& path : kforge::testing::kernelbench_op_files()) {
+    auto analysis = codegen::analyze(kforge::testing::load_op_file(path));
+    ASSERT_TRUE(analysis.ok()) << path.filename() << ": " << analysis.unsupported;
+    for (auto target : {codegen::Target::opencl, codegen::Target::cuda, codegen::Target::triton}) {
+      auto space = codegen::schedule_space(analysis, target);
+      ASSERT_FALSE(space.empty()) << path.filename();
+      auto gen = codegen::emit_program(analysis, space.front(), target);
+      EXPECT_TRUE(gen.ok()) << path.filename() << ": " << gen.unsupported;
+    }
+  }
+}

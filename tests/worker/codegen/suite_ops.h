@@ -1,4 +1,5 @@
-// Test helper: loads suite ops (suite/level*/<name>.json) as spec::OpSpec.
+// Test helper: loads suite ops (suite/level*/<name>.json) and the KernelBench-shaped test ops
+// (tests/worker/codegen/kernelbench_ops/<name>.json) as spec::OpSpec.
 // Used by the codegen tests (ctest -R codegen).
 #pragma once
 
@@ -51,6 +52,22 @@ inline spec::OpSpec on_odd_shapes(spec::OpSpec spec) {
   }
   spec.extra_shapes.erase(spec.extra_shapes.begin());
   return spec;
+}
+
+//! Paths of the KernelBench-shaped op files (tests/worker/codegen/kernelbench_ops/*.json:
+//! conv, conv_transpose, pooling, norms over several dims, level-2 chains), sorted.
+inline std::vector<std::filesystem::path> kernelbench_op_files() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(KFORGE_SOURCE_DIR) + "/tests/worker/codegen/kernelbench_ops"))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+//! The KernelBench-shaped op file called `name`.
+inline spec::OpSpec kernelbench_op(const std::string& name) {
+  return load_op_file(std::string(KFORGE_SOURCE_DIR) + "/tests/worker/codegen/kernelbench_ops/" + name + ".json");
 }
 
 //! Suite level of an op file (from its folder name).

@@ -14,14 +14,7 @@ using namespace kforge;
 
 TEST(CodegenTritonRun, OneOpOfEveryStageKindIsCorrectInTheInterpreter) {
   REQUIRE_TRITON(python);
-  harness::CheckOptions options = harness::testing::fast_options();
-  options.target = "triton";
-  options.device = "cpu";
-  options.python = python;
-  options.trials = 1;
-  // The interpreter runs every program instance in Python, one after another: a thousand
-  // rows take seconds on a loaded machine, far above the GPU-minded 5 s of fast_options.
-  options.trial_timeout_s = 120;
+  const harness::CheckOptions options = harness::testing::interpreter_options(python);
   // pointwise (broadcast, gather, cat, flip, pow), rows (last dim whole and chunked, dim 0,
   // dim 1 of 3-d), full reduction, scans and arg reduction (both layouts), matmuls with
   // epilogues, a three-stage attention.

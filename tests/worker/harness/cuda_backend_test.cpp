@@ -1,6 +1,6 @@
 // The cuda backend on a real GPU: a launch plan through NVRTC + the driver API computes
 // silu(x) * y like the CPU, guard regions catch writes past a buffer, device events time
-// the launches. Skipped (with the reason) where no CUDA driver or device is present.
+// the launches, alone and in a batch. Skipped (with the reason) where no CUDA driver or device is present.
 // Test: ctest -R harness_cuda_backend (label gpu; bench/gpu/run_device.sh runs it on the H100).
 #include <gtest/gtest.h>
 
@@ -86,6 +86,39 @@ TEST(CudaBackend, WritePastTheOutputIsCaughtByTheGuard) {
   backend->launch(*bound);
   EXPECT_FALSE(bo->guards_intact());
   EXPECT_TRUE(bx->guards_intact());
+}
+
+// A batch of timed runs (the dense loop): every plan in it runs, on its own buffers, and
+// each gets its own device time.
+TEST(CudaBackend, BatchRunsEveryPlanAndTimesEach) {
+  REQUIRE_CUDA(backend);
+  ASSERT_TRUE(backend->build(kSiluMul, "", {"silu_mul"}).ok);
+  const int64_t n = 1000;
+  LaunchPlan plan = silu_plan(n, 0);
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<std::unique_ptr<BoundPlan>> bound;
+  std::vector<BoundPlan*> plans;
+  for (int set = 0; set < 3; ++set) {
+    std::vector<float> x(n, static_cast<float>(set + 1)), y(n, 2.0f);
+    for (int b = 0; b < 3; ++b) buffers.push_back(backend->allocate(n * 4));
+    auto* bx = buffers[buffers.size() - 3].get();
+    auto* by = buffers[buffers.size() - 2].get();
+    auto* bo = buffers[buffers.size() - 1].get();
+    bx->write(x.data());
+    by->write(y.data());
+    bo->fill(0xFF);
+    bound.push_back(backend->bind(plan, {bx, by, bo}));
+    plans.push_back(bound.back().get());
+  }
+  std::vector<TimingSample> samples = backend->launch_batch(plans);
+  ASSERT_EQ(samples.size(), 3u);
+  for (int set = 0; set < 3; ++set) {
+    EXPECT_GT(samples[set].device_ms, 0.0) << set;
+    std::vector<float> out(n);
+    buffers[3 * set + 2]->read(out.data());
+    const float v = static_cast<float>(set + 1);
+    EXPECT_NEAR(out[n - 1], v / (1 + std::exp(-v)) * 2.0f, 1e-5) << set;
+  }
 }
 
 }  // namespace

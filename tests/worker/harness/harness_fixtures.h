@@ -56,6 +56,19 @@ inline CheckOptions fast_options() {
   return options;
 }
 
+//! Settings for Triton programs in the CPU interpreter (REQUIRE_TRITON gives `python`): one
+//! seeded trial, and 120 s per trial, because the interpreter runs every program instance in
+//! Python, one after another (far above the GPU-minded 5 s of fast_options).
+inline CheckOptions interpreter_options(const std::string& python) {
+  CheckOptions options = fast_options();
+  options.target = "triton";
+  options.device = "cpu";
+  options.python = python;
+  options.trials = 1;
+  options.trial_timeout_s = 120;
+  return options;
+}
+
 inline OpSpec silu_mul_op() {
   OpSpec spec;
   spec.name = "silu_mul";

@@ -130,3 +130,26 @@ class LaunchCounter:
             cls.run = counted
             self._installed.append((cls, original))
         return self
+
+
+def fix_interpreter_scalar_index():
+    """Triton 3.6's CPU interpreter holds a scalar kernel argument as a 1-element 1-d numpy
+    array and turns it into a Python int (range(0, n, BLOCK)) with int(array), which NumPy
+    2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"). Makes
+    that conversion take the array's single element. Only the interpreter is touched."""
+    try:
+        import triton.runtime.interpreter as interpreter
+    except ImportError:
+        return False
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "kforge_fixed", False):
+        return False
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched.kforge_fixed = True
+    interpreter._patch_lang_tensor = patched
+    return True
+

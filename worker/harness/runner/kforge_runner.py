@@ -210,10 +210,14 @@ class Runner:
             self.flush_buffer = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device=self.device)
             # GPU cycles to spin before the flush of a timed call, so the host's launch overhead
             # (Python, the guard, Triton's launcher) is queued behind them, never inside the events.
-            self.sleep_cycles = 200_000  # about 100 us at the 1.5-2 GHz SM clocks of current GPUs
-            self.spin_ms = 0.1
+            self.cycles_per_ms = 2_000_000  # torch.cuda._sleep cycles per ms at a ~2 GHz SM clock (slower: longer)
+            self.spin_ms = 0.1  # the first spin, before the host's launch time is known
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from guards import fix_interpreter_scalar_index
+
+            fix_interpreter_scalar_index()
         if role == "candidate":
             from guards import ForwardGuard, LaunchCounter
 
@@ -452,8 +456,9 @@ class Runner:
     def time(self, cmd):
         """Times fn over verified input sets: before every run the set's inputs are copied
         into the same device tensors (so results cached by address go stale) and L2 is
-        flushed; CUDA events bracket the call. The last outputs of every set go back to
-        the arena so the parent can check what was timed."""
+        flushed; CUDA events bracket the call; on a GPU runs are queued in batches and
+        synchronised once per batch. The last outputs of every set go back to the arena so
+        the parent can check what was timed."""
         torch = self.torch
         self.arena.map(torch, int(cmd["input_region"]), int(cmd["arena_bytes"]))
         fn = self.function(cmd.get("mode", "eager"))
@@ -476,7 +481,14 @@ class Runner:
         else:
             compile_ms = 0.0
 
-        def one_run(run_idx):
+        # On a GPU the timed runs are queued back to back and synchronised once per batch,
+        # as triton's do_bench does; "dense": false synchronises after every run instead
+        # (bench/gpu/timing_vs_do_bench.py compares the two).
+        batch = max(1, int(cmd.get("batch", 16))) if self.gpu and cmd.get("dense", True) else 1
+
+        def enqueue(run_idx, spin_ms):
+            """Queues one timed run (after a spin of spin_ms, if any); returns the host time its
+            call took and a function that gives its device time once it is done."""
             set_idx = run_idx % len(sets)
             for dst, src in zip(live, pristine[set_idx]):
                 dst.copy_(src)
@@ -484,35 +496,42 @@ class Runner:
                 block = torch.empty(out_bytes, dtype=torch.uint8, device=self.device)
                 block.fill_(0xFF)  # 0xFF bytes: NaN in every float dtype
                 del block
-            if self.gpu:
-                # Spin first, then flush: the host's launch work is queued behind the spin
-                # and the flush, and the flush runs right before the start event, as in
-                # triton's do_bench and GPU MODE's harness (the flush's last writes back to
-                # memory overlap the timed kernel's start in all three).
-                if sleep is not None:
-                    sleep(self.sleep_cycles)
-                self.flush_buffer.zero_()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                host_started = time.perf_counter()
-                out = self.call(fn, live, poison=False)
-                host_ms = ms_since(host_started)
-                end.record()
-                end.synchronize()
-                elapsed = start.elapsed_time(end)
-                # The spin must outlast the host's work for the call (Python, the guard,
-                # the launchers), or that work shows inside the events; a busy host makes
-                # it longer, so the spin follows it (from warm-up on: 2x margin, at most 20 ms).
-                wanted_ms = min(host_ms * 2, 20.0)
-                if sleep is not None and wanted_ms > self.spin_ms:
-                    self.sleep_cycles = int(self.sleep_cycles * wanted_ms / self.spin_ms) + 1
-                    self.spin_ms = wanted_ms
-            else:
+            if not self.gpu:
                 begin = time.perf_counter()
-                out = self.call(fn, live, poison=False)
+                last[set_idx] = self.call(fn, live, poison=False)
                 elapsed = ms_since(begin)
-            last[set_idx] = out
-            return elapsed
+                return elapsed, lambda: elapsed
+            # Spin first, then flush: the host's launch work is queued behind the spin and
+            # the flush, and the flush runs right before the start event, as in triton's
+            # do_bench and GPU MODE's harness (the flush's last writes back to memory overlap
+            # the timed kernel's start in all three).
+            if sleep is not None and spin_ms > 0:
+                sleep(int(spin_ms * self.cycles_per_ms))
+            self.flush_buffer.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            host_started = time.perf_counter()
+            last[set_idx] = self.call(fn, live, poison=False)
+            host_ms = ms_since(host_started)
+            end.record()
+            return host_ms, lambda: start.elapsed_time(end)
+
+        done = []
+        host_ms_per_run = [self.spin_ms / 2 if self.gpu else 0.0]
+
+        def one_run(run_idx):
+            if not done:
+                # One spin ahead of the batch, twice the host's time for the whole batch (at
+                # most 50 ms; the last batch's per-run time, from warm-up on): the host queues
+                # every run of the batch before the GPU reaches the first, so no launch work
+                # (Python, the guard, the launchers) falls inside the events, and the runs
+                # follow each other on the GPU as in do_bench. Unbatched: a spin per run.
+                spin_ms = min(2 * host_ms_per_run[0] * batch, 50.0)
+                pending = [enqueue(run_idx + k, spin_ms if k == 0 else 0.0) for k in range(batch)]
+                self.sync()
+                host_ms_per_run[0] = max(host for host, _ in pending)
+                done.extend(elapsed() for _, elapsed in pending)
+            return done.pop(0)
 
         protocol = Protocol(cmd)
         if self.gpu:
@@ -520,7 +539,8 @@ class Runner:
         record = run_protocol(one_run, protocol, block=max(3, len(sets)))
         for set_idx, s in enumerate(sets):
             if last[set_idx] is None:
-                one_run(set_idx)
+                enqueue(set_idx, 0.0)
+                self.sync()
             outputs = self.check_outputs(last[set_idx], s["outputs"])
             for spec, tensor in zip(s["outputs"], outputs):
                 self.arena.write(torch, spec, tensor)
