@@ -13,18 +13,6 @@
 namespace kforge::harness::testing {
 namespace {
 
-bool have_nvidia_gpu(std::string& why) {
-  if (!std::filesystem::exists("/dev/nvidia0")) {
-    why = "no /dev/nvidia0";
-    return false;
-  }
-  if (std::system("nvidia-smi -L >/dev/null 2>&1") != 0) {
-    why = "nvidia-smi -L fails (no driver or no device)";
-    return false;
-  }
-  return true;
-}
-
 CheckOptions gpu_options() {
   CheckOptions options = fast_options();
   options.target = "triton";
