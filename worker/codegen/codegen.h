@@ -53,6 +53,9 @@ struct Schedule {
   int group_m = 8;    //!< triton matmul: rows of tiles per program group (L2 reuse swizzle)
   int window_gemm = 1;  //!< triton convs: 1 = implicit GEMM on block_m x block_n x block_k tl.dot tiles
                         //!< (when C_out / groups >= 8), 0 = BLOCK outputs per program, one window walk each
+  //! triton matmuls: 1 = tl.dot with input_precision "tf32x3" (each fp32 product as three TF32
+  //! products on tensor cores, a_hi*b_hi + a_hi*b_lo + a_lo*b_hi: close to fp32's error), 0 = "ieee"
+  int dot_x3 = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

@@ -176,6 +176,7 @@ std::string Schedule::label() const {
     s += ".mm" + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) + ".g" +
          std::to_string(group_m);
   if (window_gemm != defaults.window_gemm) s += ".direct";
+  if (dot_x3 != defaults.dot_x3) s += ".x3";
   return s;
 }
 

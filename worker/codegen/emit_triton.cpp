@@ -181,7 +181,10 @@ Generated TritonEmitter::run() {
       << s_.label() << ", target triton)\n";
   bool has_matmul = false;
   for (const Stage& stage : a_.stages) has_matmul |= stage.kind == StageKind::matmul;
-  if (has_matmul)
+  if (has_matmul && s_.dot_x3)
+    out << "# tl.dot with input_precision=\"tf32x3\": each fp32 product as three TF32 products on the tensor cores\n"
+           "# (error close to fp32's); the harness's reference and baselines run in fp32 with TF32 off\n";
+  else if (has_matmul)
     out << "# tl.dot in fp32 with input_precision=\"ieee\": TF32 off, as the harness's reference and its eager and\n"
            "# torch.compile baselines run\n";
   out << "import torch\nimport triton\nimport triton.language as tl\n";

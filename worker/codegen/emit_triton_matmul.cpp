@@ -6,7 +6,9 @@
 // Operands read through transposing views (linear's weight, k.transpose(1, 2)) use swapped
 // strides, never a copy. fp32 inputs go through tl.dot with input_precision="ieee" (TF32
 // off): the harness's reference and baselines run with TF32 off, so a TF32 kernel would be
-// judged against a more precise baseline. Test: ctest -R 'codegen_(lower|triton)'.
+// judged against a more precise baseline. Schedules with dot_x3 use "tf32x3" instead: three
+// TF32 products per fp32 product on the tensor cores, with an error close to fp32's (checked
+// at the op's tolerance like every candidate). Test: ctest -R 'codegen_(lower|triton)'.
 #include <sstream>
 
 #include "worker/codegen/emit_triton.h"
@@ -87,7 +89,7 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   body << "    for k0 in range(0, " << K << ", " << bk_c << "):\n";
   body << "        a_tile = tl.load(a_ptrs, mask=rk[None, :] < " << K << " - k0, other=0.0)\n";
   body << "        b_tile = tl.load(b_ptrs, mask=rk[:, None] < " << K << " - k0, other=0.0)\n";
-  body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")\n";
+  body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
   body << "        a_ptrs += " << bk_c << " * " << ak << "\n";
   body << "        b_ptrs += " << bk_c << " * " << bk << "\n";
   body << "    m = (pid_m * " << bm_c << " + tl.arange(0, " << bm_c << "))[:, None]\n";

@@ -228,6 +228,17 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
     }
     candidates.insert(candidates.end(), variants.begin(), variants.end());
   }
+  if (kinds.matmul) {
+    // tf32x3 on the two largest tiles first: on tensor-core GPUs three TF32 products beat one
+    // fp32 FMA product (each is checked at the op's tolerance like any other).
+    std::vector<Schedule> x3;
+    for (const Schedule& s : candidates)
+      if (s.block_m == 128 && (s.block_n == 128 || s.block_n == 64)) {
+        x3.push_back(s);
+        x3.back().dot_x3 = 1;
+      }
+    candidates.insert(candidates.begin(), x3.begin(), x3.end());
+  }
   return candidates;
 }
 

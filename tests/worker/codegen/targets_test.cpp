@@ -6,6 +6,7 @@
 // in every target. Run: ctest -R codegen_targets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -60,10 +61,16 @@ TEST(CodegenTargets, TargetsShareTheStagesAndSpellTheirOwnKernels) {
   EXPECT_EQ(triton.program.find("tl.load"), triton.program.rfind("tl.load")) << triton.program;
 
   auto linear = codegen::analyze(kforge::testing::suite_op("linear_gelu"));
-  auto mm = codegen::emit_program(linear, codegen::schedule_space(linear, codegen::Target::triton).front(),
-                                  codegen::Target::triton);
+  auto mm_space = codegen::schedule_space(linear, codegen::Target::triton);
+  auto mm = codegen::emit_program(linear, mm_space.front(), codegen::Target::triton);
   ASSERT_TRUE(mm.ok()) << mm.unsupported;
-  EXPECT_TRUE(contains(mm.program, "tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")")) << mm.program;
+  // tf32x3 tiles first (tensor cores), the fp32 FMA ("ieee") tiles after them.
+  EXPECT_TRUE(contains(mm.program, "tl.dot(a_tile, b_tile, acc, input_precision=\"tf32x3\")")) << mm.program;
+  EXPECT_TRUE(contains(mm.program, ".x3, target triton")) << "the schedule label says so\n" << mm.program;
+  auto ieee = std::find_if(mm_space.begin(), mm_space.end(), [](const codegen::Schedule& s) { return !s.dot_x3; });
+  ASSERT_NE(ieee, mm_space.end());
+  EXPECT_TRUE(contains(codegen::emit_program(linear, *ieee, codegen::Target::triton).program,
+                       "tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")"));
   EXPECT_TRUE(contains(mm.program, "GROUP_M")) << mm.program;
   EXPECT_TRUE(contains(mm.program, "tl.erf(")) << "gelu fused into the epilogue\n" << mm.program;
   auto tiled = codegen::emit_program(linear, codegen::schedule_space(linear, codegen::Target::cuda).front(),
