@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
   try {
     // Model files of versions trained elsewhere: KFORGE_SERVER_URL, KFORGE_TOKEN, KFORGE_MODEL_CACHE.
     auto training = kforge::jobs::TrainingJobOptions::from_env(options.database_url);
-    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files);
+    // KFORGE_INDUCTOR_CANDIDATES=off: no TorchInductor candidate in triton generations on a GPU.
+    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files,
+                                        kforge::jobs::GenerateOptions::from_env());
     kforge::jobs::register_training_jobs(registry, training);
   } catch (const std::exception& e) {
     std::cerr << "kforge-worker: " << e.what() << "\n";

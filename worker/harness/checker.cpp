@@ -607,6 +607,42 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   return checker;
 }
 
+// Inductor's kernels through the reference runner (runner/inductor_harvest.py), on the first
+// trial's inputs: the op's main shapes, which its autotuned configs are chosen for.
+InductorHarvest Checker::harvest_inductor() {
+  InductorHarvest harvest;
+  Impl& impl = *impl_;
+  if (impl.options.target != "triton") {
+    harvest.reason = "Inductor's kernels are Triton: target " + impl.options.target + " gets no Inductor candidate";
+    return harvest;
+  }
+  if (!impl.gpu || !impl.gpu_reference) {
+    harvest.reason = "Inductor's kernels are harvested on a GPU host (torch.compile on CUDA); this check runs on the CPU";
+    return harvest;
+  }
+  json command = impl.runner_io(0, impl.trials[0].output_offsets);
+  command["cmd"] = "harvest";
+  CheckResult scratch;
+  json reply;
+  // torch.compile and Inductor's autotuning: seconds to a minute, like the compile baseline.
+  if (!impl.gpu_reference->exchange(command, 300 + impl.options.trial_timeout_s, "harvesting Inductor's kernels", reply,
+                                    scratch)) {
+    harvest.reason = "the reference runner failed while harvesting Inductor's kernels: " + scratch.message;
+    // The runner may be gone (a crash, the time limit): a fresh one serves the baselines.
+    std::string error;
+    if (!impl.start_gpu_reference(error)) harvest.reason += "; restarting it failed: " + error;
+    return harvest;
+  }
+  harvest.harvest_ms = reply.value("harvest_ms", 0.0);
+  if (reply.contains("provenance")) harvest.provenance = reply["provenance"].dump();
+  if (reply.value("ok", false) && reply.value("source", "").size() > 0) {
+    harvest.source = reply["source"].get<std::string>();
+  } else {
+    harvest.reason = reply.value("reason", reply.value("message", reply.dump()));
+  }
+  return harvest;
+}
+
 // ------------------------------------------------------------- one check
 
 CheckResult Checker::check(const std::string& program_text) {

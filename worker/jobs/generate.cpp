@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -55,6 +56,7 @@ db::CandidateRecord candidate_record(const worker::JobContext& ctx, const Genera
   json details = json::parse(result.to_json());
   details["generator"] = program.generator;
   details["generator_detail"] = program.detail;
+  if (!program.provenance.empty()) details["provenance"] = json::parse(program.provenance, nullptr, false);
   record.details_json = details.dump();
   return record;
 }
@@ -87,7 +89,7 @@ std::optional<ModelFiles> trained_model_files(pqxx::connection& conn, int64_t mo
 }
 
 worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url,
-                                const ModelFetchOptions& fetch) {
+                                const ModelFetchOptions& fetch, const GenerateOptions& generate_options) {
   auto started = std::chrono::steady_clock::now();
   GenerateArgs args;
   try {
@@ -118,7 +120,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
     programs = teacher_candidates(spec, args.samples, &note, args.target);
   }
-  if (programs.empty()) {
+  // An op the teacher cannot lower may still get Inductor's kernels (triton on a GPU).
+  const bool inductor_possible = generate_options.inductor_candidates && args.target == "triton" &&
+                                 spec::resolved_device(args) == "gpu";
+  if (programs.empty() && !inductor_possible) {
     return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
                                     /*retryable=*/false);
   }
@@ -132,6 +137,16 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
+  // TorchInductor's kernels as one more candidate, harvested when the loop reaches it (after
+  // the others, so the first candidate is not held up by Inductor's compile).
+  json inductor = {{"enabled", generate_options.inductor_candidates}};
+  if (!generate_options.inductor_candidates) {
+    inductor["reason"] = "turned off on this worker (KFORGE_INDUCTOR_CANDIDATES=off)";
+  } else if (args.target != "triton") {
+    inductor["reason"] = "Inductor's kernels are Triton: target " + args.target + " gets none";
+  } else {
+    programs.push_back({"", "inductor", "", 0, ""});
+  }
   // This attempt's candidates replace an earlier attempt's (a retry shows one set).
   CandidateWriter writer(database_url, ctx);
   if (!writer.begin()) return worker::JobOutcome::fail("stopped before the first candidate (lease lost or stopping)");
@@ -150,6 +165,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0;
   constexpr double kBusySpellS = 60;  // after a wait that found no quiet window, this worker stops waiting a while
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
+  std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -167,6 +183,16 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       quiet_found += wait.quiet ? 1 : 0;
       if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
+    if (programs[sample_idx].generator == "inductor" && programs[sample_idx].source.empty()) {
+      std::string why;
+      auto harvested = inductor_candidate(*checker, &why);
+      inductor["harvested"] = harvested.has_value();
+      if (!harvested) {
+        inductor["reason"] = why;
+        continue;
+      }
+      programs[sample_idx] = *harvested;
+    }
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
     auto record = candidate_record(ctx, args, static_cast<int>(sample_idx), programs[sample_idx], result);
@@ -180,6 +206,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                               "kernel could pass, so correctness proves little"
                                             : result.message;
       correct.push_back({id, *record.speedup, record.flagged, reason});
+      best_generator[id] = programs[sample_idx].generator;
       correct_records[id] = record;
       for (const auto* stats : {&result.kernel, &result.baseline}) {
         if (*stats && (*stats)->disturbed) disturbed_cores[id] = std::max(disturbed_cores[id], (*stats)->others_cores);
@@ -194,6 +221,12 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                             .dump());
   }
 
+  if (checked == 0 && !out_of_time) {
+    // The only candidate would have been Inductor's, and it was refused.
+    return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note +
+                                        "; " + inductor.value("reason", std::string("no Inductor candidate")),
+                                    /*retryable=*/false);
+  }
   if (checked == 0) {
     // Nothing was checked: there is no kernel to answer with, and "none correct among 0"
     // would read as if kernels had been tried. Say why instead.
@@ -203,10 +236,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                         " candidates" + (note.empty() ? "" : " (" + note + ")"),
                                     /*retryable=*/false);
   }
+  std::map<std::string, int> proposed_by;
+  for (const auto& program : programs)
+    if (!program.source.empty()) ++proposed_by[program.generator];
   json result = {{"checked", checked},
                  {"proposed", programs.size()},
                  {"by_outcome", by_outcome},
                  {"generator", model_files ? "policy" : "teacher"},
+                 {"proposed_by_generator", proposed_by},
+                 {"inductor", inductor},
                  {"out_of_time", out_of_time}};
   if (!note.empty()) result["note"] = note;
   if (model_files) {
@@ -219,6 +257,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   if (answer.best_id) {
     const db::CandidateRecord& chosen = correct_records[*answer.best_id];
     result["best_candidate_id"] = *answer.best_id;
+    result["best_generator"] = best_generator[*answer.best_id];  // which generator won
     result["best_speedup"] = answer.best_speedup;
     result["best_kernel_ms"] = optional_json(chosen.kernel_ms);
     result["baseline_ms"] = optional_json(chosen.baseline_ms);
@@ -311,9 +350,37 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
   return programs;
 }
 
+std::optional<CandidateProgram> inductor_candidate(harness::Checker& checker, std::string* note) {
+  harness::InductorHarvest harvest = checker.harvest_inductor();
+  if (!harvest.ok()) {
+    if (note) *note += (note->empty() ? "" : "; ") + ("no Inductor candidate: " + harvest.reason);
+    return std::nullopt;
+  }
+  CandidateProgram program{harvest.source, "inductor", "", 0, harvest.provenance};
+  auto provenance = json::parse(harvest.provenance, nullptr, false);
+  if (provenance.is_object())
+    program.detail = "torch " + provenance.value("torch_version", std::string("?")) + ", triton " +
+                     provenance.value("triton_version", std::string("?")) + ", torch.compile default mode, dynamic shapes";
+  return program;
+}
+
+GenerateOptions GenerateOptions::from_env() {
+  GenerateOptions options;
+  const char* value = std::getenv("KFORGE_INDUCTOR_CANDIDATES");
+  std::string text = value ? value : "";
+  if (text.empty() || text == "on" || text == "1") return options;
+  if (text == "off" || text == "0") {
+    options.inductor_candidates = false;
+    return options;
+  }
+  throw std::invalid_argument("KFORGE_INDUCTOR_CANDIDATES must be on or off, not '" + text + "'");
+}
+
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
-                           const ModelFetchOptions& fetch) {
-  registry.add("generate", [database_url, fetch](worker::JobContext& ctx) { return run_generate(ctx, database_url, fetch); });
+                           const ModelFetchOptions& fetch, const GenerateOptions& options) {
+  registry.add("generate", [database_url, fetch, options](worker::JobContext& ctx) {
+    return run_generate(ctx, database_url, fetch, options);
+  });
 }
 
 }  // namespace kforge::jobs

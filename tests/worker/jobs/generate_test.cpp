@@ -115,6 +115,11 @@ TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   EXPECT_GT(done["best"]["speedup"].get<double>(), 0.0);
   EXPECT_NE(done["best"]["source"].get<std::string>().find("__kernel"), std::string::npos);
   EXPECT_EQ(done["result"]["generator"], "teacher") << "no model is trained in this test";
+  EXPECT_EQ(done["result"]["best_generator"], "teacher") << "the result names the generator that won";
+  EXPECT_EQ(done["result"]["proposed_by_generator"]["teacher"], 3);
+  // Inductor's kernels are Triton, harvested on a GPU: an opencl generation says why it has none.
+  EXPECT_NE(done["result"]["inductor"].value("reason", "").find("target opencl"), std::string::npos)
+      << done["result"].dump();
   // A tiny op on PoCL: eager usually wins, and the answer must then say so plainly.
   ASSERT_TRUE(done["result"]["eager_wins"].is_boolean()) << done["result"].dump();
   if (done["result"]["best_speedup"].get<double>() < 1.0) {
