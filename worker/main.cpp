@@ -107,7 +107,11 @@ int main(int argc, char** argv) {
   try {
     // Model files of versions trained elsewhere: KFORGE_SERVER_URL, KFORGE_TOKEN, KFORGE_MODEL_CACHE.
     auto training = kforge::jobs::TrainingJobOptions::from_env(options.database_url);
-    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files, options.capabilities);
+    // KFORGE_INDUCTOR_CANDIDATES=off: no TorchInductor candidate in triton generations on a GPU.
+    // KFORGE_CHILD_POOL: children pre-started per kind (default 2; 0: none).
+    auto generate_options = kforge::jobs::GenerateOptions::from_env();
+    generate_options.capabilities = options.capabilities;
+    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files, generate_options);
     kforge::jobs::register_training_jobs(registry, training);
   } catch (const std::exception& e) {
     std::cerr << "kforge-worker: " << e.what() << "\n";

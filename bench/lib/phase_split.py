@@ -21,7 +21,7 @@ def split_row(result):
         return None
     s = lambda ms: None if ms is None else round(ms / 1000.0, 3)
     row = {key: s(phases.get(key)) for key in ("queue_wait", "load_op", "propose", "setup", "propose_wait",
-                                                "quiet_wait", "check", "write", "other", "total")}
+                                                "quiet_wait", "harvest", "check", "write", "other", "total")}
     setup = phases.get("setup_detail") or {}
     row["setup_detail"] = {key: s(setup.get(key)) for key, _ in SETUP if key in setup}
     row["pooled_children"] = setup.get("pooled_children")
@@ -44,7 +44,8 @@ def format_split(row):
     for cand in row["candidates"]:
         detail = " ".join("%s %s" % (short, num(cand.get(key))) for key, short in CANDIDATE if cand.get(key))
         parts.append("cand%s %s %s (%s)" % (cand["sample"], cand["outcome"], num(cand["total"]), detail))
-    parts += ["quiet %s" % num(row["quiet_wait"]), "write %s" % num(row["write"]), "other %s" % num(row["other"]),
+    parts += ["quiet %s" % num(row["quiet_wait"]), "inductor harvest %s" % num(row.get("harvest")),
+              "write %s" % num(row["write"]), "other %s" % num(row["other"]),
               "worker total %s s" % num(row["total"])]
     return " | ".join(parts)
 
@@ -56,8 +57,8 @@ def median_split(rows):
         return None
     med = lambda values: round(statistics.median(values), 3) if values else None
     out = {key: med([r[key] for r in rows if r.get(key) is not None])
-           for key in ("queue_wait", "load_op", "propose", "setup", "propose_wait", "quiet_wait", "check", "write",
-                       "other", "total")}
+           for key in ("queue_wait", "load_op", "propose", "setup", "propose_wait", "quiet_wait", "harvest", "check",
+                       "write", "other", "total")}
     out["setup_detail"] = {key: med([r["setup_detail"][key] for r in rows if r["setup_detail"].get(key) is not None])
                            for key, _ in SETUP}
     first = [r["candidates"][0] for r in rows if r["candidates"]]

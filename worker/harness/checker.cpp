@@ -677,7 +677,7 @@ bool Checker::Impl::start_gpu_reference(std::string& error) {
   setup.gpu_reference_ms = ms_between(computed, clock_type::now());
   // The torch.compile runner gets the arena too (after its build and precompile, which it
   // works through first); its replies are read when the compile baseline is needed.
-  if (compile_reference) {
+  if (compile_reference && compile_reference->needs_attach()) {  // not on a restart (harvest_inductor)
     std::string attach_error;
     if (!compile_reference->begin_attach(arena.input_fd, arena.output_fd, gate.fd, attach_error)) {
       compile_failure = "the torch.compile runner: " + attach_error;
@@ -804,6 +804,42 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   // the device only under the gate); on a CPU after the first check's timed runs.
   if (options.child_pool && impl.gpu) options.child_pool->refill();
   return checker;
+}
+
+// Inductor's kernels through the reference runner (runner/inductor_harvest.py), on the first
+// trial's inputs: the op's main shapes, which its autotuned configs are chosen for.
+InductorHarvest Checker::harvest_inductor() {
+  InductorHarvest harvest;
+  Impl& impl = *impl_;
+  if (impl.options.target != "triton") {
+    harvest.reason = "Inductor's kernels are Triton: target " + impl.options.target + " gets no Inductor candidate";
+    return harvest;
+  }
+  if (!impl.gpu || !impl.gpu_reference) {
+    harvest.reason = "Inductor's kernels are harvested on a GPU host (torch.compile on CUDA); this check runs on the CPU";
+    return harvest;
+  }
+  json command = impl.runner_io(0, impl.trials[0].output_offsets);
+  command["cmd"] = "harvest";
+  CheckResult scratch;
+  json reply;
+  // torch.compile and Inductor's autotuning: seconds to a minute, like the compile baseline.
+  if (!impl.gpu_reference->exchange(command, 300 + impl.options.trial_timeout_s, "harvesting Inductor's kernels", reply,
+                                    scratch)) {
+    harvest.reason = "the reference runner failed while harvesting Inductor's kernels: " + scratch.message;
+    // The runner may be gone (a crash, the time limit): a fresh one serves the baselines.
+    std::string error;
+    if (!impl.start_gpu_reference(error)) harvest.reason += "; restarting it failed: " + error;
+    return harvest;
+  }
+  harvest.harvest_ms = reply.value("harvest_ms", 0.0);
+  if (reply.contains("provenance")) harvest.provenance = reply["provenance"].dump();
+  if (reply.value("ok", false) && reply.value("source", "").size() > 0) {
+    harvest.source = reply["source"].get<std::string>();
+  } else {
+    harvest.reason = reply.value("reason", reply.value("message", reply.dump()));
+  }
+  return harvest;
 }
 
 // ------------------------------------------------------------- one check

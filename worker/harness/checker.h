@@ -195,6 +195,16 @@ bool result_is_storable(const CheckResult& result);
 //! result (trials, extra shapes, determinism, timing, build options, harness version).
 std::string result_store_key(const CheckResult& result, const CheckOptions& options);
 
+//! TorchInductor's Triton kernels for the op as one more triton candidate (issue 16: torch.compile
+//! as a teacher). Empty `source` and the `reason` when there is none.
+struct InductorHarvest {
+  std::string source;      //!< the candidate module (worker/harness/runner/inductor_rewrite.py's format)
+  std::string reason;      //!< why there is no candidate: not triton on a GPU, or what the rewriter refused
+  std::string provenance;  //!< JSON object: torch and triton versions, the Inductor config, each kernel's config
+  double harvest_ms = 0;   //!< compile + autotune + rewrite, in the reference runner
+  bool ok() const { return !source.empty(); }
+};
+
 //! Checks many candidates for one op, reusing reference outputs, baseline timing,
 //! a pre-started sandbox process and a result cache. Not thread-safe.
 class Checker {
@@ -205,6 +215,11 @@ class Checker {
 
   //! Checks one program text. Never throws; a crashing or hanging candidate is an outcome.
   CheckResult check(const std::string& program_text);
+
+  //! On a GPU with the triton target: compiles the op with torch.compile (default mode,
+  //! dynamic shapes) in the reference runner and rewrites Inductor's kernels into a triton
+  //! candidate, which the caller checks like any other. Elsewhere: the reason there is none.
+  InductorHarvest harvest_inductor();
 
   //! True if the reference output is near-constant (a constant kernel might pass).
   bool weak_test() const;

@@ -62,24 +62,26 @@ double iso_seconds(const std::string& text) {
 // result's and every progress event's `phases_ms`. Proposing candidates (another thread) and
 // setting up the checker (this one) run side by side, so `propose` is the proposing thread's
 // own time and `propose_wait` what the job waited for it once the checker was set up; `other`
-// is the total less the serial phases (load_op + setup + propose_wait + quiet_wait + check + write).
+// is the total less the serial phases (load_op + setup + propose_wait + quiet_wait + harvest +
+// check + write); `harvest` is TorchInductor's kernels taken from the reference runner (GPU, triton).
 struct GenerationPhases {
   clock_type::time_point started = clock_type::now();
   double queue_wait_ms = -1;  // POST -> claim, on the database's clock; not part of total
-  double load_op_ms = 0, propose_ms = 0, setup_ms = 0, propose_wait_ms = 0, quiet_wait_ms = 0, check_ms = 0,
-         write_ms = 0;
+  double load_op_ms = 0, propose_ms = 0, setup_ms = 0, propose_wait_ms = 0, quiet_wait_ms = 0, harvest_ms = 0,
+         check_ms = 0, write_ms = 0;
   json setup = json::object();      // Checker::setup_phases()
   json candidates = json::array();  // each checked candidate's phases_ms, with its sample and outcome
 
   json to_json() const {
     const double total = ms_since(started);
-    const double serial = load_op_ms + setup_ms + propose_wait_ms + quiet_wait_ms + check_ms + write_ms;
+    const double serial = load_op_ms + setup_ms + propose_wait_ms + quiet_wait_ms + harvest_ms + check_ms + write_ms;
     return {{"queue_wait", queue_wait_ms >= 0 ? json(queue_wait_ms) : json(nullptr)},
             {"load_op", load_op_ms},
             {"propose", propose_ms},
             {"setup", setup_ms},
             {"propose_wait", propose_wait_ms},
             {"quiet_wait", quiet_wait_ms},
+            {"harvest", harvest_ms},
             {"check", check_ms},
             {"write", write_ms},
             {"other", total - serial},
@@ -119,6 +121,7 @@ db::CandidateRecord candidate_record(const worker::JobContext& ctx, const Genera
   json details = json::parse(result.to_json());
   details["generator"] = program.generator;
   details["generator_detail"] = program.detail;
+  if (!program.provenance.empty()) details["provenance"] = json::parse(program.provenance, nullptr, false);
   record.details_json = details.dump();
   return record;
 }
@@ -151,7 +154,8 @@ std::optional<ModelFiles> trained_model_files(pqxx::connection& conn, int64_t mo
 }
 
 worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url,
-                                const ModelFetchOptions& fetch, const std::shared_ptr<harness::ChildPool>& pool) {
+                                const ModelFetchOptions& fetch, const GenerateOptions& generate_options,
+                                const std::shared_ptr<harness::ChildPool>& pool) {
   auto started = std::chrono::steady_clock::now();
   GenerationPhases phases;
   if (double created = iso_seconds(ctx.job().created_at), claimed = iso_seconds(ctx.job().attempted_at);
@@ -222,12 +226,25 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::vector<CandidateProgram>& programs = proposal.programs;
   const std::string& note = proposal.note;
   const std::optional<ModelFiles>& model_files = proposal.model_files;
-  if (programs.empty()) {
+  // An op the teacher cannot lower may still get Inductor's kernels (triton on a GPU).
+  const bool inductor_possible = generate_options.inductor_candidates && args.target == "triton" &&
+                                 spec::resolved_device(args) == "gpu";
+  if (programs.empty() && !inductor_possible) {
     return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
                                     /*retryable=*/false);
   }
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
   phases.setup = json::parse(checker->setup_phases().to_json());
+  // TorchInductor's kernels as one more candidate, harvested when the loop reaches it (after
+  // the others, so the first candidate is not held up by Inductor's compile).
+  json inductor = {{"enabled", generate_options.inductor_candidates}};
+  if (!generate_options.inductor_candidates) {
+    inductor["reason"] = "turned off on this worker (KFORGE_INDUCTOR_CANDIDATES=off)";
+  } else if (args.target != "triton") {
+    inductor["reason"] = "Inductor's kernels are Triton: target " + args.target + " gets none";
+  } else {
+    programs.push_back({"", "inductor", "", 0, ""});
+  }
   // This attempt's candidates replace an earlier attempt's (a retry shows one set).
   auto begun = clock_type::now();
   CandidateWriter writer(database_url, ctx);
@@ -252,6 +269,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   constexpr double kRecentlyQuietS = 2;
   std::optional<clock_type::time_point> quiet_timed_at;
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
+  std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -273,6 +291,18 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
     phases.quiet_wait_ms += ms_since(quiet_started);
+    if (programs[sample_idx].generator == "inductor" && programs[sample_idx].source.empty()) {
+      std::string why;
+      auto harvest_started = clock_type::now();
+      auto harvested = inductor_candidate(*checker, &why);
+      phases.harvest_ms += ms_since(harvest_started);
+      inductor["harvested"] = harvested.has_value();
+      if (!harvested) {
+        inductor["reason"] = why;
+        continue;
+      }
+      programs[sample_idx] = *harvested;
+    }
     auto check_started = clock_type::now();
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     phases.check_ms += ms_since(check_started);
@@ -293,6 +323,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                               "kernel could pass, so correctness proves little"
                                             : result.message;
       correct.push_back({id, *record.speedup, record.flagged, reason});
+      best_generator[id] = programs[sample_idx].generator;
       correct_records[id] = record;
       for (const auto* stats : {&result.kernel, &result.baseline}) {
         if (*stats && (*stats)->disturbed) disturbed_cores[id] = std::max(disturbed_cores[id], (*stats)->others_cores);
@@ -308,6 +339,12 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                             .dump());
   }
 
+  if (checked == 0 && !out_of_time) {
+    // The only candidate would have been Inductor's, and it was refused.
+    return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note +
+                                        "; " + inductor.value("reason", std::string("no Inductor candidate")),
+                                    /*retryable=*/false);
+  }
   if (checked == 0) {
     // Nothing was checked: there is no kernel to answer with, and "none correct among 0"
     // would read as if kernels had been tried. Say why instead.
@@ -317,10 +354,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                                         " candidates" + (note.empty() ? "" : " (" + note + ")"),
                                     /*retryable=*/false);
   }
+  std::map<std::string, int> proposed_by;
+  for (const auto& program : programs)
+    if (!program.source.empty()) ++proposed_by[program.generator];
   json result = {{"checked", checked},
                  {"proposed", programs.size()},
                  {"by_outcome", by_outcome},
                  {"generator", model_files ? "policy" : "teacher"},
+                 {"proposed_by_generator", proposed_by},
+                 {"inductor", inductor},
                  {"out_of_time", out_of_time}};
   if (!note.empty()) result["note"] = note;
   if (model_files) {
@@ -333,6 +375,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   if (answer.best_id) {
     const db::CandidateRecord& chosen = correct_records[*answer.best_id];
     result["best_candidate_id"] = *answer.best_id;
+    result["best_generator"] = best_generator[*answer.best_id];  // which generator won
     result["best_speedup"] = answer.best_speedup;
     result["best_kernel_ms"] = optional_json(chosen.kernel_ms);
     result["baseline_ms"] = optional_json(chosen.baseline_ms);
@@ -427,18 +470,49 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
   return programs;
 }
 
-int child_pool_depth() {
-  const char* configured = std::getenv("KFORGE_CHILD_POOL");
-  return configured && *configured ? std::atoi(configured) : 2;
+std::optional<CandidateProgram> inductor_candidate(harness::Checker& checker, std::string* note) {
+  harness::InductorHarvest harvest = checker.harvest_inductor();
+  if (!harvest.ok()) {
+    if (note) *note += (note->empty() ? "" : "; ") + ("no Inductor candidate: " + harvest.reason);
+    return std::nullopt;
+  }
+  CandidateProgram program{harvest.source, "inductor", "", 0, harvest.provenance};
+  auto provenance = json::parse(harvest.provenance, nullptr, false);
+  if (provenance.is_object())
+    program.detail = "torch " + provenance.value("torch_version", std::string("?")) + ", triton " +
+                     provenance.value("triton_version", std::string("?")) + ", torch.compile default mode, dynamic shapes";
+  return program;
+}
+
+GenerateOptions GenerateOptions::from_env() {
+  GenerateOptions options;
+  const char* value = std::getenv("KFORGE_INDUCTOR_CANDIDATES");
+  std::string text = value ? value : "";
+  if (text == "off" || text == "0") {
+    options.inductor_candidates = false;
+  } else if (!text.empty() && text != "on" && text != "1") {
+    throw std::invalid_argument("KFORGE_INDUCTOR_CANDIDATES must be on or off, not '" + text + "'");
+  }
+  const char* pool = std::getenv("KFORGE_CHILD_POOL");
+  if (pool && *pool) {
+    char* end = nullptr;
+    long depth = std::strtol(pool, &end, 10);
+    if (*end != '\0' || depth < 0 || depth > 64)
+      throw std::invalid_argument(std::string("KFORGE_CHILD_POOL must be a count of children from 0 to 64, not '") +
+                                  pool + "'");
+    options.child_pool = static_cast<int>(depth);
+  }
+  return options;
 }
 
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
-                           const ModelFetchOptions& fetch, const std::vector<std::string>& capabilities) {
+                           const ModelFetchOptions& fetch, const GenerateOptions& options) {
   // One pool for the worker's slots: children started before their op, handed to the next
-  // generation's checker and replaced at once (KFORGE_CHILD_POOL=0: none).
+  // generation's checker and replaced after its timed runs (KFORGE_CHILD_POOL=0: none).
   std::shared_ptr<harness::ChildPool> pool;
-  if (const int depth = child_pool_depth(); depth > 0) {
-    pool = std::make_shared<harness::ChildPool>(depth);
+  if (options.child_pool > 0) {
+    pool = std::make_shared<harness::ChildPool>(options.child_pool);
+    const auto& capabilities = options.capabilities;
     auto has = [&capabilities](const std::string& tag) {
       return std::find(capabilities.begin(), capabilities.end(), tag) != capabilities.end();
     };
@@ -454,13 +528,13 @@ void register_generate_job(worker::HandlerRegistry& registry, const std::string&
       kinds.emplace_back();
       kinds.back().device = "cpu";
     }
-    for (auto& options : kinds) {
-      options.child_pool = pool;
-      harness::Checker::warm_pool(options);
+    for (auto& check_options : kinds) {
+      check_options.child_pool = pool;
+      harness::Checker::warm_pool(check_options);
     }
   }
-  registry.add("generate", [database_url, fetch, pool](worker::JobContext& ctx) {
-    return run_generate(ctx, database_url, fetch, pool);
+  registry.add("generate", [database_url, fetch, options, pool](worker::JobContext& ctx) {
+    return run_generate(ctx, database_url, fetch, options, pool);
   });
 }
 

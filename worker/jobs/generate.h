@@ -1,6 +1,6 @@
 // The `generate` job: for one op, propose candidate kernel programs (sampled from
 // the requested model version, or from the teacher compiler when that version has
-// no trained weights yet), check each with the harness in its sandbox, store every
+// no trained weights yet; on a GPU with the triton target also TorchInductor's kernels), check each with the harness in its sandbox, store every
 // candidate and progress as it goes, and complete with the fastest correct one.
 // Test: ctest -R jobs_generate_test.
 #pragma once
@@ -15,6 +15,10 @@
 #include "worker/jobs/model_files.h"
 #include "worker/worker.h"
 
+namespace kforge::harness {
+class Checker;
+}
+
 namespace kforge::jobs {
 
 //! The job's arguments (spec/job_spec.h: the table POST /v1/generations reads too).
@@ -26,10 +30,33 @@ GenerateArgs parse_generate_args(const std::string& args_json);
 //! One proposed program and where it came from.
 struct CandidateProgram {
   std::string source;
-  std::string generator;  //!< "policy" or "teacher"
-  std::string detail;     //!< schedule for the teacher, sampling seed for the policy
+  std::string generator;  //!< "policy", "teacher" or "inductor"
+  std::string detail;     //!< schedule for the teacher, sampling seed for the policy, versions for inductor
   int64_t model_id = 0;   //!< for policy samples
+  std::string provenance; //!< JSON object (inductor: torch / triton versions, Inductor config, kernel configs)
 };
+
+//! Worker-level settings of the generate job.
+struct GenerateOptions {
+  //! On a GPU with the triton target, TorchInductor's kernels for the op are one more
+  //! candidate (generator "inductor"); KFORGE_INDUCTOR_CANDIDATES=off leaves them out.
+  bool inductor_candidates = true;
+  //! Children kept pre-started per kind by the worker's harness::ChildPool (child_pool.h);
+  //! KFORGE_CHILD_POOL, default 2; 0: none, every child started per op.
+  int child_pool = 2;
+  //! The worker's capabilities (target:triton, device:gpu...): the pool is warmed at start for
+  //! the targets they claim (not from the environment: the worker's probe says).
+  std::vector<std::string> capabilities;
+
+  //! From the environment; throws std::invalid_argument on a value other than on/off, or a
+  //! KFORGE_CHILD_POOL that is not a count from 0 to 64.
+  static GenerateOptions from_env();
+};
+
+//! TorchInductor's kernels for the op, harvested by `checker`'s reference runner
+//! (harness::Checker::harvest_inductor), as a candidate; nullopt and `note` extended
+//! with the reason when there is none (not triton on a GPU, or refused by the rewriter).
+std::optional<CandidateProgram> inductor_candidate(harness::Checker& checker, std::string* note);
 
 //! Up to `count` teacher-compiler programs, one per distinct schedule. `note` says
 //! why there are none (an op the teacher does not support).
@@ -43,9 +70,9 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`
 //! and finds model files as `fetch` says (model_files.h). The worker's children come from one
-//! harness::ChildPool ($KFORGE_CHILD_POOL per kind, default 2; 0: none), warmed at once for
-//! the targets `capabilities` (target:triton, device:gpu...) say this worker claims.
+//! harness::ChildPool (`options.child_pool` per kind), warmed at once for the targets
+//! `options.capabilities` say this worker claims.
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
-                           const ModelFetchOptions& fetch = {}, const std::vector<std::string>& capabilities = {});
+                           const ModelFetchOptions& fetch = {}, const GenerateOptions& options = {});
 
 }  // namespace kforge::jobs

@@ -45,6 +45,31 @@ void add_target_variants(const SuiteOp& op, const codegen::Analysis& analysis, c
   }
 }
 
+// TorchInductor's kernels for `op` (triton on a GPU), verified by `checker` like the teacher's.
+void add_inductor_variant(const SuiteOp& op, harness::Checker& checker, const DatasetOptions& options,
+                          DatasetStats& stats, std::vector<DatasetRecord>& records, bool& any) {
+  harness::InductorHarvest harvest = checker.harvest_inductor();
+  if (!harvest.ok()) {
+    stats.inductor_refused.push_back(op.spec.name + ": " + harvest.reason.substr(0, 300));
+    return;
+  }
+  ++stats.inductor_harvested;
+  harness::CheckResult result = checker.check(harvest.source);
+  if (result.outcome != harness::Outcome::correct) {
+    log_warn("train", "Inductor's kernels failed the harness",
+             {{"op", op.spec.name}, {"outcome", harness::outcome_name(result.outcome)},
+              {"message", result.message.substr(0, 200)}});
+    return;
+  }
+  ++stats.inductor_correct;
+  any = true;
+  std::string prompt = render_prompt(prompt_op(op.spec, "triton"), options.style);
+  DatasetRecord record{op.spec.name, "inductor", "triton", prompt, harvest.source, result.speedup};
+  record.generator = "inductor";
+  record.provenance = harvest.provenance;
+  records.push_back(std::move(record));
+}
+
 // Text with every run of whitespace removed, so a reindented source still matches.
 std::string squeeze(const std::string& text) {
   std::string out;
@@ -93,14 +118,21 @@ std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, co
     ++local.ops;
     codegen::Analysis analysis = codegen::analyze(op.spec);
     analysis.role_kernel_names = options.role_kernel_names;
-    if (!analysis.ok() || codegen::schedule_space(analysis).empty()) {
+    const bool inductor_wanted =
+        options.inductor && std::find(targets.begin(), targets.end(), codegen::Target::triton) != targets.end();
+    const bool teacher_lowers = analysis.ok() && !codegen::schedule_space(analysis).empty();
+    if (!teacher_lowers) {
       ++local.ops_unsupported;
       log_info("train", "teacher cannot lower op", {{"op", op.spec.name}, {"why", analysis.unsupported}});
-      if (on_op) on_op(op_idx + 1, ops.size());
-      continue;
+      if (!inductor_wanted) {  // Inductor's kernels may still cover it
+        if (on_op) on_op(op_idx + 1, ops.size());
+        continue;
+      }
     }
     bool any = false;
     for (codegen::Target target : targets) {
+      const bool inductor_here = inductor_wanted && target == codegen::Target::triton;
+      if (!teacher_lowers && !inductor_here) continue;
       std::string target_text = codegen::target_name(target);
       auto& unavailable = local.targets_unavailable;
       if (std::find(unavailable.begin(), unavailable.end(), target_text) != unavailable.end()) continue;
@@ -115,7 +147,8 @@ std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, co
         continue;
       }
       if (!checker) throw std::runtime_error("op " + op.spec.name + " fails its own reference: " + error);
-      add_target_variants(op, analysis, target, *checker, options, local, records, any);
+      if (teacher_lowers) add_target_variants(op, analysis, target, *checker, options, local, records, any);
+      if (inductor_here) add_inductor_variant(op, *checker, options, local, records, any);
     }
     local.ops_with_examples += any ? 1 : 0;
     if (on_op) on_op(op_idx + 1, ops.size());
@@ -126,11 +159,13 @@ std::vector<DatasetRecord> build_sft_dataset(const std::vector<SuiteOp>& ops, co
 
 void write_dataset_jsonl(const std::string& path, const std::vector<DatasetRecord>& records) {
   std::ofstream file(path);
-  for (const auto& record : records)
-    file << nlohmann::json{{"prompt", record.prompt}, {"completion", record.completion}, {"op", record.op},
-                           {"schedule", record.schedule}, {"target", record.target}, {"speedup", record.speedup}}
-                .dump()
-         << "\n";
+  for (const auto& record : records) {
+    nlohmann::json line = {{"prompt", record.prompt},     {"completion", record.completion}, {"op", record.op},
+                           {"schedule", record.schedule}, {"target", record.target},         {"speedup", record.speedup},
+                           {"generator", record.generator}};
+    if (!record.provenance.empty()) line["provenance"] = nlohmann::json::parse(record.provenance, nullptr, false);
+    file << line.dump() << "\n";
+  }
   if (!file) throw std::runtime_error("cannot write " + path);
 }
 

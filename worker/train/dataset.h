@@ -1,6 +1,6 @@
 // SFT dataset builder: for each training-split op, teacher-compiler variants
 // (different schedules) that the harness verifies correct, with their timings,
-// as prompt/completion JSONL. Tested by tests/worker/train/harness_training_test.cpp.
+// as prompt/completion JSONL; on a GPU host also TorchInductor's kernels (triton target). Tested by tests/worker/train/harness_training_test.cpp.
 #pragma once
 
 #include <functional>
@@ -14,14 +14,16 @@
 
 namespace kforge::train {
 
-//! One verified teacher kernel.
+//! One verified kernel (the teacher's, or TorchInductor's).
 struct DatasetRecord {
   std::string op;          //!< op name
-  std::string schedule;    //!< schedule label
+  std::string schedule;    //!< schedule label ("inductor" for Inductor's kernels)
   std::string target = "opencl";  //!< kernel language of the completion (the prompt's `### target`)
   std::string prompt;      //!< rendered prompt
   std::string completion;  //!< the kernel program
   double speedup = 0;      //!< harness speedup (0 when timing is off)
+  std::string generator = "teacher";  //!< "teacher" or "inductor"
+  std::string provenance;  //!< JSON object for inductor records: torch / triton versions, Inductor config, kernel configs
 };
 
 //! How many variants, which template, how to check.
@@ -39,6 +41,10 @@ struct DatasetOptions {
   //! kforge-train dataset turns it on (--kernel-names role); the train_sft job's built-in
   //! data keeps the teacher's op names, as generation writes them.
   bool role_kernel_names = false;
+  //! With the triton target on a GPU host: also TorchInductor's kernels for each op
+  //! (harness::Checker::harvest_inductor), verified like the teacher's and written with their
+  //! provenance; an op the teacher cannot lower may still get one. Held-out ops stay out.
+  bool inductor = false;
 };
 
 //! Counts of one build.
@@ -46,6 +52,8 @@ struct DatasetStats {
   int ops = 0, ops_unsupported = 0, ops_with_examples = 0;  //!< ops seen / teacher cannot lower / got >= 1 pair
   int variants_checked = 0, variants_correct = 0;           //!< teacher programs checked / verified correct
   std::vector<std::string> targets_unavailable;             //!< targets skipped: no checker on this host
+  int inductor_harvested = 0, inductor_correct = 0;         //!< Inductor candidates harvested / verified correct
+  std::vector<std::string> inductor_refused;                //!< "op: reason" for each op Inductor gave no candidate
 };
 
 //! Builds records for `ops` (the caller passes the train split only; a held-out op is a

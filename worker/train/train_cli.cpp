@@ -28,7 +28,9 @@ std::vector<FlagSpec> own_flags(const std::string& command) {
             {"shard", "", "", "K/N: only ops K, K+N, ... (run N processes, concatenate)"},
             {"targets", "", "opencl", "kernel languages, comma-separated: opencl, triton, cuda (each verified by its own "
                                       "harness; one this host cannot check is skipped and reported)"},
-            {"kernel-names", "", "role", "role: kernels named pointwise_kernel, rows1_kernel...; op: <op>_pointwise"}};
+            {"kernel-names", "", "role", "role: kernels named pointwise_kernel, rows1_kernel...; op: <op>_pointwise"},
+            {"inductor", "", "false", "with --targets triton on a GPU host: also TorchInductor's kernels, verified, "
+                                      "with their provenance", true}};
   }
   if (command == "sft") {
     return {{"data", "", "", "JSONL of prompt/completion pairs"},

@@ -84,13 +84,16 @@ int dataset_command(const kforge::Flags& flags) {
   if (flags.get("kernel-names") != "role" && flags.get("kernel-names") != "op")
     throw std::runtime_error("--kernel-names must be role or op, got '" + flags.get("kernel-names") + "'");
   options.role_kernel_names = flags.get("kernel-names") == "role";
+  options.inductor = flags.get_bool("inductor");
   DatasetStats stats;
   auto records = build_sft_dataset(ops, options, &stats, [](int done, int total) { progress_bar("dataset", done, total, ""); });
   write_dataset_jsonl(flags.get("out"), records);
   std::cout << Json{{"records", records.size()}, {"ops", stats.ops}, {"ops_unsupported", stats.ops_unsupported},
                     {"ops_with_examples", stats.ops_with_examples}, {"variants_checked", stats.variants_checked},
                     {"variants_correct", stats.variants_correct}, {"targets", options.targets},
-                    {"targets_unavailable", stats.targets_unavailable}, {"out", flags.get("out")}}
+                    {"targets_unavailable", stats.targets_unavailable}, {"inductor_harvested", stats.inductor_harvested},
+                    {"inductor_correct", stats.inductor_correct}, {"inductor_refused", stats.inductor_refused},
+                    {"out", flags.get("out")}}
                    .dump()
             << "\n";
   return 0;

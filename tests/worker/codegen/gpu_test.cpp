@@ -21,19 +21,10 @@ using namespace kforge;
 
 namespace {
 
-// The GPU the harness would use: /dev/nvidia0 is there and the driver answers. (The
-// driver is never initialised in this process: the Checker's children use it.)
-bool have_nvidia_gpu(std::string& why) {
-  if (!std::filesystem::exists("/dev/nvidia0")) {
-    why = "no /dev/nvidia0";
-    return false;
-  }
-  if (std::system("nvidia-smi -L >/dev/null 2>&1") != 0) {
-    why = "nvidia-smi -L fails (no driver or no device)";
-    return false;
-  }
-  return true;
-}
+// The GPU the harness would use (harness::testing::have_nvidia_gpu): /dev/nvidia0 is there
+// and the driver answers. (The driver is never initialised in this process: the Checker's
+// children use it.)
+using harness::testing::have_nvidia_gpu;
 
 // One op: a Checker (GPU reference, sandboxes) and the first schedule's program checked;
 // "" when correct on the GPU, else what went wrong.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -45,6 +46,19 @@ inline bool triton_importable(const std::string& python) {
   if (!::kforge::harness::testing::triton_importable(python))                                     \
     GTEST_SKIP() << python << " cannot import torch and triton (scripts/python-env.sh installs them)"; \
   setenv("TRITON_INTERPRET", "1", 1)
+
+//! True on a host with an NVIDIA GPU and its driver; `why` says what is missing otherwise.
+inline bool have_nvidia_gpu(std::string& why) {
+  if (!std::filesystem::exists("/dev/nvidia0")) {
+    why = "no /dev/nvidia0";
+    return false;
+  }
+  if (std::system("nvidia-smi -L >/dev/null 2>&1") != 0) {
+    why = "nvidia-smi -L fails (no driver or no device)";
+    return false;
+  }
+  return true;
+}
 
 //! Quick settings: no timing unless a test asks, short time limits.
 inline CheckOptions fast_options() {

@@ -100,6 +100,20 @@ TEST(GenerateJob, TeacherCandidatesComeInTheGenerationsTarget) {
   EXPECT_NE(note.find("cannot lower this op: aten::tril"), std::string::npos) << note;
 }
 
+TEST(GenerateOptions, ChildPoolCountComesFromTheEnvironment) {
+  unsetenv("KFORGE_CHILD_POOL");
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 2) << "two warm children per kind by default";
+  setenv("KFORGE_CHILD_POOL", "0", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 0) << "0: no pool, children started per op";
+  setenv("KFORGE_CHILD_POOL", "3", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 3);
+  for (const char* bad : {"many", "-1", "2x", "65"}) {
+    setenv("KFORGE_CHILD_POOL", bad, 1);
+    EXPECT_THROW(kforge::jobs::GenerateOptions::from_env(), std::invalid_argument) << bad;
+  }
+  unsetenv("KFORGE_CHILD_POOL");
+}
+
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   KFORGE_REQUIRE_DB();
   if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
@@ -117,6 +131,11 @@ TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   EXPECT_GT(done["best"]["speedup"].get<double>(), 0.0);
   EXPECT_NE(done["best"]["source"].get<std::string>().find("__kernel"), std::string::npos);
   EXPECT_EQ(done["result"]["generator"], "teacher") << "no model is trained in this test";
+  EXPECT_EQ(done["result"]["best_generator"], "teacher") << "the result names the generator that won";
+  EXPECT_EQ(done["result"]["proposed_by_generator"]["teacher"], 3);
+  // Inductor's kernels are Triton, harvested on a GPU: an opencl generation says why it has none.
+  EXPECT_NE(done["result"]["inductor"].value("reason", "").find("target opencl"), std::string::npos)
+      << done["result"].dump();
   // A tiny op on PoCL: eager usually wins, and the answer must then say so plainly.
   ASSERT_TRUE(done["result"]["eager_wins"].is_boolean()) << done["result"].dump();
   if (done["result"]["best_speedup"].get<double>() < 1.0) {

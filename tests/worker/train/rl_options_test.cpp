@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -236,6 +237,36 @@ TEST(Dataset, RefusesHeldOutOps) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("held-out"), std::string::npos) << e.what();
   }
+}
+
+TEST(Dataset, RefusesHeldOutOpsWhenInductorKernelsAreAskedFor) {
+  SuiteOp op;
+  op.spec.name = "mish";
+  op.split = "heldout";
+  DatasetOptions options;
+  options.targets = {"triton"};
+  options.inductor = true;
+  EXPECT_THROW(build_sft_dataset({op}, options), std::invalid_argument)
+      << "Inductor's kernels are one more data source: the held-out split stays out of it too";
+}
+
+TEST(Dataset, InductorRecordsCarryTheirGeneratorAndProvenance) {
+  DatasetRecord teacher{"silu_mul", "pointwise.v4", "triton", "prompt", "kernel", 1.5};
+  DatasetRecord inductor{"silu_mul", "inductor", "triton", "prompt", "module", 1.7};
+  inductor.generator = "inductor";
+  inductor.provenance = R"({"torch_version": "2.11.0", "triton_version": "3.6.0", "inductor_config": {"dynamic": true}})";
+  std::string path = ::testing::TempDir() + "inductor_dataset.jsonl";
+  write_dataset_jsonl(path, {teacher, inductor});
+  std::ifstream in(path);
+  std::string line;
+  std::vector<nlohmann::json> lines;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["generator"], "teacher");
+  EXPECT_FALSE(lines[0].contains("provenance"));
+  EXPECT_EQ(lines[1]["generator"], "inductor");
+  EXPECT_EQ(lines[1]["provenance"]["torch_version"], "2.11.0");
+  EXPECT_EQ(lines[1]["provenance"]["inductor_config"]["dynamic"], true);
 }
 
 TEST(Dataset, HeldOutOpsInADataFileAreFoundAndTheTrainSplitHasNone) {

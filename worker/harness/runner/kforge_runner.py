@@ -6,7 +6,8 @@
 #   --role candidate: a `triton` candidate (module with forward(*inputs) launching
 #       @triton.jit kernels): build (rules, import), run (guarded), time.
 #   --role reference: the op's own source (TorchScript, run as PyTorch eager or
-#       torch.compile): reference outputs on the device, and the eager / compile baselines.
+#       torch.compile): reference outputs on the device, and the eager / compile baselines;
+#       on a GPU, harvest: Inductor's Triton kernels for the op as a candidate (inductor_harvest.py).
 # Both roles time with one protocol (CUDA events, L2 flushed before every run, inputs
 # rotated through verified sets copied in place, outputs of the last run of every set
 # returned for checking). Started before its op (a ChildPool's, $KFORGE_ATTACH_FD), the
@@ -198,6 +199,7 @@ class Runner:
         if self.arena.map_given(torch) and self.gpu:
             self.arena.pin(torch)
         self.forward = None
+        self.op_source = ""
         self.compiled = None
         self.guard_cls = self.counter = None
         self.workdir = tempfile.mkdtemp(prefix="kforge-runner-")
@@ -365,17 +367,47 @@ class Runner:
             check_op_source(source)
         except (SyntaxError, ValueError) as error:
             return {"ok": False, "kind": "compile_error", "log": short_error(error), "build_ms": ms_since(start)}
-        from typing import List, Optional, Tuple
-
-        namespace = {"torch": TorchScriptNames(torch), "Tensor": torch.Tensor, "List": List, "Optional": Optional,
-                     "Tuple": Tuple, "math": math}
-        exec(compile(source, "op.py", "exec"), namespace)
-        self.forward = namespace.get("forward")
+        self.op_source = source
+        self.forward = self.op_forward(source)
         if not callable(self.forward):
             return {"ok": False, "kind": "compile_error", "log": "the op defines no forward", "build_ms": ms_since(start)}
         if compile_too:
             self.compiled = torch.compile(self.forward)
         return {"ok": True, "build_ms": ms_since(start), "log": ""}
+
+    def op_forward(self, source):
+        """A fresh forward function from the op's (already checked) source."""
+        from typing import List, Optional, Tuple
+
+        torch = self.torch
+        namespace = {"torch": TorchScriptNames(torch), "Tensor": torch.Tensor, "List": List, "Optional": Optional,
+                     "Tuple": Tuple, "math": math}
+        exec(compile(source, "op.py", "exec"), namespace)
+        return namespace.get("forward")
+
+    # -- harvest -------------------------------------------------------------------------
+    def harvest(self, cmd):
+        """Inductor's Triton kernels for the op, rewritten into a triton candidate: compiled
+        from a fresh copy of the op (never the compile baseline's), on the trial's inputs."""
+        if self.role != "reference" or self.forward is None:
+            return {"ok": False, "kind": "internal_error", "message": "harvest needs a reference runner after build"}
+        if not self.gpu:
+            return {"ok": False, "kind": "refused", "reason": "Inductor's Triton kernels are harvested on a CUDA "
+                                                              "device; this runner is on the CPU"}
+        if not hasattr(self.torch, "compile"):
+            return {"ok": False, "kind": "refused", "reason": f"torch {self.torch.__version__} has no torch.compile"}
+        from inductor_harvest import harvest
+
+        torch = self.torch
+        start = time.perf_counter()
+        self.arena.map(torch, int(cmd["input_region"]), int(cmd["arena_bytes"]))
+        inputs = [self.arena.read(torch, spec, self.device) for spec in cmd["inputs"]]
+        names = [spec.get("name", f"in{idx}") for idx, spec in enumerate(cmd["inputs"])]
+        reply = harvest(torch, lambda: self.op_forward(self.op_source), inputs, names)
+        reply["harvest_ms"] = ms_since(start)
+        if not reply["ok"]:
+            reply["kind"] = "refused"
+        return reply
 
     # -- run -----------------------------------------------------------------------------
     def function(self, mode):
@@ -728,6 +760,8 @@ def main():
                 reply(runner.run(cmd))
             elif name == "time":
                 reply(runner.time(cmd))
+            elif name == "harvest":
+                reply(runner.harvest(cmd))
             else:
                 reply({"ok": False, "kind": "internal_error", "message": f"unknown command '{name}'"})
         except Exception as error:
