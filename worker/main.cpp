@@ -108,8 +108,10 @@ int main(int argc, char** argv) {
     // Model files of versions trained elsewhere: KFORGE_SERVER_URL, KFORGE_TOKEN, KFORGE_MODEL_CACHE.
     auto training = kforge::jobs::TrainingJobOptions::from_env(options.database_url);
     // KFORGE_INDUCTOR_CANDIDATES=off: no TorchInductor candidate in triton generations on a GPU.
-    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files,
-                                        kforge::jobs::GenerateOptions::from_env());
+    // KFORGE_CHILD_POOL: children pre-started per kind (default 2; 0: none).
+    auto generate_options = kforge::jobs::GenerateOptions::from_env();
+    generate_options.capabilities = options.capabilities;
+    kforge::jobs::register_generate_job(registry, options.database_url, training.model_files, generate_options);
     kforge::jobs::register_training_jobs(registry, training);
   } catch (const std::exception& e) {
     std::cerr << "kforge-worker: " << e.what() << "\n";

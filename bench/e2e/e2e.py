@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # End-to-end numbers for bench/e2e/run.sh (which starts PostgreSQL and kforge-server): POST
 # to first candidate and to verified kernel per op, generations per minute with 1 and 2 worker
-# slots, the load average meanwhile. Usage: bench/e2e/run.sh [BUILD_DIR] (bench/README.md).
+# slots, the load average meanwhile, and where each generation's time went (phases_ms:
+# bench/lib/phase_split.py). Usage: bench/e2e/run.sh [BUILD_DIR] (bench/README.md).
 import argparse
 import atexit
 import json
@@ -9,11 +10,15 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from phase_split import format_split, median_split, split_row  # noqa: E402
 
 # Five single ops and five fusions the teacher compiles on a CPU worker (no matmuls: one
 # 1-GFLOP candidate timing on 2 loaded cores would dominate the mix).
@@ -72,7 +77,8 @@ def follow(api, jobs, timeout_s):
                 timing = (gen.get("result") or {}).get("timing") or {}
                 job.update(status=gen["status"], finished_s=round(now, 2), speedup=best.get("speedup"),
                            verified=best.get("outcome") == "correct", generator=(gen.get("result") or {}).get("generator"),
-                           quiet_wait_s=timing.get("quiet_wait_s"), timing_reliable=timing.get("reliable"))
+                           quiet_wait_s=timing.get("quiet_wait_s"), timing_reliable=timing.get("reliable"),
+                           phases_s=split_row(gen.get("result")))
                 job.setdefault("first_candidate_s", round(now, 2))  # finished between two polls
                 if job["verified"]:
                     job["verified_s"] = round(now, 2)
@@ -153,6 +159,7 @@ def main():
         latency.append(job)
         print("e2e latency %-22s first candidate %6.1f s  verified %s  speedup %s" %
               (op, job["first_candidate_s"], job.get("verified_s"), job.get("speedup")), flush=True)
+        print("  split: " + format_split(job.get("phases_s")), flush=True)
     worker.stop()
     throughput["slots_1"] = rate(latency, time.time() - phase_start, "one at a time")
 
@@ -165,6 +172,7 @@ def main():
     follow(api, jobs, args.timeout_s)
     worker.stop()
     throughput["slots_2"] = rate(jobs, time.time() - phase_start, "all posted at once")
+    throughput["slots_2"]["phases_median_s"] = median_split([job.get("phases_s") for job in jobs])
     worker = Worker(args, 2, pocl_cache=worker.pocl_cache)
     phase_start = time.time()
     jobs = [post(api, args.suite, op, args.samples) for op in ops]
@@ -200,14 +208,22 @@ def main():
                          "max": max([job.get("quiet_wait_s") or 0 for job in latency], default=None)},
         "timing_unreliable": "%d/%d" % (sum(1 for job in latency if job.get("timing_reliable") is False), len(verified)),
         "latency_rows": [{key: job.get(key) for key in ("op", "first_candidate_s", "verified_s", "status",
-                                                        "speedup", "generator", "quiet_wait_s", "timing_reliable")}
+                                                        "speedup", "generator", "quiet_wait_s", "timing_reliable",
+                                                        "phases_s")}
                          for job in latency],
+        # Where a generation's time went (seconds): the median of every phase over the latency runs.
+        "phases_median_s": median_split([job.get("phases_s") for job in latency]),
         "duration_s": round(time.time() - started, 1),
         "environment": {"platform": platform.platform(), "cores": os.cpu_count(),
                         "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                                                      text=True, cwd=os.path.dirname(args.suite)).stdout.strip(),
                         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
     }
+    # The GPU numbers (gpu_triton_*: bench/gpu/e2e.sh on the H100) live in the same file: kept.
+    try:
+        result.update({key: value for key, value in json.load(open(args.out)).items() if key.startswith("gpu_")})
+    except (OSError, ValueError):
+        pass
     with open(args.out, "w") as out:
         json.dump(result, out, indent=1)
     print("e2e: first candidate p50 %s s, verified p50 %s s p90 %s s, per min %s, load %s; wrote %s" %

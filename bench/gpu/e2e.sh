@@ -5,6 +5,9 @@
 # and prints each verified kernel with speedup_vs_eager and speedup_vs_compile. OPS names
 # level-2 ops (silu_mul) or suite paths (level1/add); E2E_SEQUENTIAL=1 posts one generation
 # at a time, so seconds_to_result is one generation's latency (the p50/p90 in "summary").
+# Each row carries where the generation's time went (its result's phases_ms, seconds:
+# bench/lib/phase_split.py), printed as one "split" line per op, and "summary" the median
+# of every phase per target.
 # Called by bench/gpu/run_device.sh e2e (after build); writes $OUT/e2e.json.
 # Usage: bash bench/gpu/e2e.sh BUILD_DIR [OPS] [TARGETS]
 set -uo pipefail
@@ -31,6 +34,8 @@ for _ in $(seq 100); do curl -sf http://127.0.0.1:8080/v1/ready >/dev/null && br
 started=$(date +%s.%N)
 python3 - "$token" "$ops" "$targets" "$OUT/e2e.json" <<'EOF'
 import json, os, sys, time, urllib.error, urllib.request
+sys.path.insert(0, "bench/lib")
+from phase_split import format_split, median_split, split_row
 token, ops, targets, out = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4]
 base = "http://127.0.0.1:8080"
 def call(method, path, body=None):
@@ -87,11 +92,13 @@ for idx in range(len(pairs)):
            "generator": (gen.get("result") or {}).get("generator"), "error": gen.get("error"),
            "seconds_to_result": round(time.time() - job["posted"], 1),
            "first_candidate_s": job.get("first_candidate_s"),
-           "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400]}
+           "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400],
+           "phases_s": split_row(gen.get("result"))}
     rows.append(row)
     print(f"{row['op']:16s} {row['target']:7s} {row['status']:10s} verified={row['verified']} "
           f"eager x{row['speedup_vs_eager'] or 0:.2f} compile x{row['speedup_vs_compile'] or 0:.2f} "
           f"{row['seconds_to_result']} s {(row['error'] or '')[:80]}", flush=True)
+    print(f"  split {row['op']} {row['target']}: {format_split(row['phases_s'])}", flush=True)
 
 
 def quantile(values, q):
@@ -103,7 +110,8 @@ summary = {}
 for target in targets:
     done = [r["seconds_to_result"] for r in rows if r["target"] == target and r["verified"]]
     summary[target] = {"post_to_verified_p50_s": quantile(done, 0.5), "post_to_verified_p90_s": quantile(done, 0.9),
-                       "verified": f"{len(done)}/{sum(1 for r in rows if r['target'] == target)}"}
+                       "verified": f"{len(done)}/{sum(1 for r in rows if r['target'] == target)}",
+                       "phases_median_s": median_split([r["phases_s"] for r in rows if r["target"] == target])}
 print("summary", json.dumps(summary), flush=True)
 json.dump({"rows": rows, "sequential": sequential, "summary": summary,
            "command": ("E2E_SEQUENTIAL=1 " if sequential else "") + "bash bench/gpu/run_device.sh build e2e"},

@@ -8,6 +8,10 @@ import math
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from phase_split import format_split, median_split  # noqa: E402
 
 
 def find(folders, name):
@@ -126,7 +130,13 @@ def main():
                 "speedup_vs_compile": {r["op"]: r["speedup_vs_compile"] for r in verified},
                 "seconds_to_result": {r["op"]: r["seconds_to_result"] for r in rows},
                 "failures": {r["op"]: r["error"] for r in rows if not r["verified"]},
+                # Where the time went (seconds; bench/lib/phase_split.py): per op, and the median.
+                "phases_s": {r["op"]: r.get("phases_s") for r in rows if r.get("phases_s")},
+                "phases_median_s": median_split([r.get("phases_s") for r in rows]),
             }
+            for r in rows:
+                if r.get("phases_s"):
+                    print(f"e2e {target} {r['op']}: {r['seconds_to_result']} s to result; {format_split(r['phases_s'])}")
     teacher = teacher_summary(args.folder, out.get("copy_ceiling_gbps") or args.copy_ceiling_gbps)
     if teacher:
         out["teacher"] = teacher

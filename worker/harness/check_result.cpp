@@ -152,7 +152,8 @@ std::string CheckResult::to_json() const {
   out["phases_ms"] = {{"compile", compile_ms},   {"run", run_ms},     {"time", time_ms},
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
                       {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms},
-                      {"io", io_ms}};
+                      {"io", io_ms}, {"time_kernel", time_kernel_ms}, {"time_eager", time_eager_ms},
+                      {"time_compile", time_compile_ms}};
   // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
   // never an exception.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -200,11 +201,27 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
       out.child_ms = p.value("child", 0.0);
       out.compare_ms = p.value("compare", 0.0);
       out.io_ms = p.value("io", 0.0);
+      out.time_kernel_ms = p.value("time_kernel", 0.0);
+      out.time_eager_ms = p.value("time_eager", 0.0);
+      out.time_compile_ms = p.value("time_compile", 0.0);
     }
     return out;
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+std::string SetupPhases::to_json() const {
+  return json{{"reference_compile", reference_compile_ms},
+              {"inputs", inputs_ms},
+              {"reference", reference_ms},
+              {"arena", arena_ms},
+              {"sandbox_start", sandbox_start_ms},
+              {"gpu_reference_start", gpu_reference_start_ms},
+              {"gpu_reference", gpu_reference_ms},
+              {"total", total_ms},
+              {"pooled_children", pooled_children}}
+      .dump();
 }
 
 bool result_is_storable(const CheckResult& result) {

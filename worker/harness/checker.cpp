@@ -3,8 +3,9 @@
 //   -> trials + compare -> determinism -> timing against libtorch eager.
 // The parent (this file) holds the trusted state: reference outputs, pristine inputs in
 // a memfd arena the child maps read-only, and every verdict. The child's side is
-// sandbox_child.h (and sandbox_main.cpp); CheckResult's JSON is check_result.cpp.
-// Test: ctest -R 'harness_(checker|adversarial)'.
+// sandbox_child.h (and sandbox_main.cpp); CheckResult's JSON is check_result.cpp. Children
+// start before the arena exists (or come warm from a ChildPool) and get it attached.
+// Test: ctest -R 'harness_(checker|adversarial|child_pool)'.
 #include "worker/harness/checker.h"
 
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 
 #include "common/sha256.h"
 #include "worker/harness/check_result_json.h"
+#include "worker/harness/child_pool.h"
 #include "worker/harness/compare.h"
 #include "worker/harness/program.h"
 #include "worker/harness/reference.h"
@@ -233,26 +235,27 @@ struct Arena {
   }
 };
 
-// The GPU gate's file (sandbox_policy.h): a memfd of this Checker's own, so its children
-// never initialise a device while it times. Not the timing lock's file: a child would then
-// wait out other Checkers' timed runs before it could even start. Children get their own
-// open of it.
+// The GPU gate's file (sandbox_policy.h): the process's own memfd (child_pool.h), shared by
+// every Checker of this worker and its pooled children, so no child initialises a device
+// while any of them times. Not the timing lock's file: a child would then wait out other
+// processes' timed runs before it could even start. Children get their own open of it.
 struct GateFile {
   int fd = -1;
   std::string path;  // what TimingLock opens (a fresh open of the same file)
-  ~GateFile() {
-    if (fd >= 0) close(fd);
-  }
   bool open(std::string& error) {
-    fd = memfd_create("kforge-gpu-gate", MFD_CLOEXEC);
-    if (fd < 0) {
-      error = std::string("the GPU gate's memfd: ") + std::strerror(errno);
-      return false;
-    }
+    fd = process_gpu_gate_fd(error);
+    if (fd < 0) return false;
     path = "/proc/self/fd/" + std::to_string(fd);
     return true;
   }
 };
+
+// True when the target's device will be a GPU (the first child's ready line says for sure).
+bool expects_gpu(const CheckOptions& options) {
+  if (options.target == "cuda") return true;
+  if (options.target == "triton") return options.device != "cpu";
+  return sandbox_kind_for(options) == SandboxKind::kernel_gpu;
+}
 
 }  // namespace
 
@@ -277,6 +280,15 @@ struct Checker::Impl {
   std::string spare_policy;                // options.spare_policy resolved: settle, gate or overlap
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
   std::unique_ptr<SandboxChild> gpu_reference;  // the runner with the op's own code (never a candidate's)
+  // The runner timing torch.compile: it compiles the op from create() on, on inputs of its own,
+  // while the reference is computed and candidates are verified; its replies (build,
+  // precompile) are read when the compile baseline is first needed.
+  std::unique_ptr<SandboxChild> compile_reference;
+  int compile_replies_pending = 0;
+  std::string compile_failure;             // why the compile baseline is missing, once known
+  std::unique_ptr<SandboxChild> first_child;  // started (or taken warm) before the arena exists
+  bool runner_ref = false;                 // reference outputs and baselines from the runner (GPU, or asked for)
+  SetupPhases setup;
 
   // Set-up, once per op (Checker::create).
   void make_trials(uint64_t fresh, uint64_t secret);
@@ -284,6 +296,11 @@ struct Checker::Impl {
   bool build_arena(std::string& error);
   void choose_rotations();
   bool start_sandboxes(std::string& error);
+  bool candidate_launch(SandboxLaunch& launch, std::string& error) const;
+  SandboxLaunch reference_launch(const std::string& device) const;
+  std::unique_ptr<SandboxChild> acquire(const SandboxLaunch& launch, std::string& error);
+  bool begin_children(std::string& error);
+  bool finish_compile_warmup(CheckResult& result);
   //! The GPU gate's path while the spare policy is "gate", else "" (TimedWindow).
   std::string held_gate() const { return spare_policy == "gate" ? gate.path : std::string(); }
   std::vector<std::string> runner_argv(const std::string& role, const std::string& device) const;
@@ -303,7 +320,8 @@ struct Checker::Impl {
                      CheckResult& result) const;
   void time_candidate(SandboxChild& child, const LaunchPlan* plan, CheckResult& result);
   bool timed_outputs_match(CheckResult& result) const;
-  TimingStats time_baseline();
+  bool baseline_reusable(bool busy_now) const;
+  TimingStats time_baseline(bool busy_now);
   bool time_gpu_baselines(CheckResult& result);
   TimingProtocol timing_protocol() const;
   json timing_knobs() const;
@@ -437,9 +455,9 @@ void Checker::Impl::choose_rotations() {
   while (rotations > 1 && rotations * set_bytes > (int64_t{2} << 30)) --rotations;
 }
 
-// Starts the first sandbox now: it tells us the device, and it is ready for the first candidate.
-bool Checker::Impl::start_sandboxes(std::string& error) {
-  SandboxLaunch launch;
+// How this op's candidates' children start: the Python runner (triton) or kforge-sandbox,
+// under the kind's policy and limits, with the GPU gate. The arena fds are set once it exists.
+bool Checker::Impl::candidate_launch(SandboxLaunch& launch, std::string& error) const {
   if (options.target == "triton") {
     launch.argv = runner_argv("candidate", options.device.empty() ? "cuda" : options.device);
   } else if (options.target == "opencl" || options.target == "cuda") {
@@ -454,14 +472,92 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   // Private writable memory (RLIMIT_DATA), not address space: CUDA reserves address space
   // for all device and host memory, and CUDA-enabled libtorch maps gigabytes of libraries.
   launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
+  launch.stop_requested = options.stop_requested;
+  launch.gpu_gate_fd = gate.fd;
+  return true;
+}
+
+// The runner with the op's own code: reference outputs, eager and torch.compile baselines.
+SandboxLaunch Checker::Impl::reference_launch(const std::string& device) const {
+  SandboxLaunch launch;
+  launch.argv = runner_argv("reference", device);
+  launch.kind = SandboxKind::python;
+  launch.limits.cpu_seconds = options.sandbox_cpu_s;
+  launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
+  launch.gpu_gate_fd = gate.fd;
+  launch.stop_requested = options.stop_requested;
+  return launch;
+}
+
+// A child for `launch` before the arena exists: warm from the worker's pool when it has one,
+// else started now; either way it gets the arena later (begin_attach).
+std::unique_ptr<SandboxChild> Checker::Impl::acquire(const SandboxLaunch& launch, std::string& error) {
+  if (options.child_pool) {
+    if (auto pooled = options.child_pool->take(launch)) {
+      pooled->set_stop_requested(options.stop_requested);
+      ++setup.pooled_children;
+      return pooled;
+    }
+  }
+  SandboxLaunch later = launch;
+  later.attach_later = true;
+  return SandboxChild::start(later, error);
+}
+
+// The children a check needs, started (or taken warm) before the reference is computed, so
+// their start-up (an interpreter, torch, a CUDA context, a compiler) overlaps it. The
+// reference runners get the op's source at once: one builds it for eager, the other compiles
+// it with torch.compile on inputs of its own, neither needing the arena yet.
+bool Checker::Impl::begin_children(std::string& error) {
+  SandboxLaunch launch;
+  if (!candidate_launch(launch, error)) return false;
+  first_child = acquire(launch, error);
+  if (!first_child) return false;
+  if (!options.runner_reference && !expects_gpu(options)) return true;
+  const std::string device = expects_gpu(options) ? "cuda" : "cpu";
+  const std::string source = normalize_source(spec.source).source;
+  CheckResult scratch;
+  gpu_reference = acquire(reference_launch(device), error);
+  if (!gpu_reference || !gpu_reference->send({{"cmd", "build"}, {"source", source}, {"compile", false}},
+                                             "building the op in the reference runner", scratch)) {
+    error = "the reference runner did not start: " + error + scratch.message;
+    return false;
+  }
+  if (!options.compile_baseline) return true;
+  compile_reference = acquire(reference_launch(device), error);
+  json shapes = json::array();
+  for (const auto& input : spec.inputs)
+    shapes.push_back({{"shape", input.shape}, {"dtype", spec::dtype_name(input.dtype)}});
+  if (compile_reference &&
+      compile_reference->send({{"cmd", "build"}, {"source", source}, {"compile", true}}, "torch.compile", scratch) &&
+      compile_reference->send({{"cmd", "precompile"}, {"inputs", shapes}}, "torch.compile", scratch)) {
+    compile_replies_pending = 2;
+  } else {
+    compile_failure = "the torch.compile runner did not start: " + error + scratch.message;
+    compile_reference.reset();
+  }
+  return true;
+}
+
+// The first candidate child (begun in create) gets the arena and says which device it
+// initialised: the environment every result carries; then the pool of spares.
+bool Checker::Impl::start_sandboxes(std::string& error) {
+  SandboxLaunch launch;
+  if (!candidate_launch(launch, error)) return false;
   launch.arena_inputs_fd = arena.input_fd;
   launch.arena_outputs_fd = arena.output_fd;
-  launch.stop_requested = options.stop_requested;
-  if (!gate.open(error)) return false;
-  launch.gpu_gate_fd = gate.fd;
   sandboxes = std::make_unique<SandboxPool>(launch);
-  auto first = SandboxChild::start(launch, error);
-  if (!first || !first->await_ready(error)) return false;
+  sandboxes->use_child_pool(options.child_pool);
+  auto waited = clock_type::now();
+  std::unique_ptr<SandboxChild> first = std::move(first_child);
+  if (!first->begin_attach(arena.input_fd, arena.output_fd, gate.fd, error) || !first->await_ready(error) ||
+      !first->finish_attach(error)) {
+    // A pooled child may have died while it waited: one started with the arena says why not.
+    error.clear();
+    first = SandboxChild::start(launch, error);
+    if (!first || !first->await_ready(error)) return false;
+  }
+  setup.sandbox_start_ms = ms_between(waited, clock_type::now());
   const json& device = first->device();
   environment.device = device.value("name", "");
   environment.platform = device.value("platform", "");
@@ -475,9 +571,13 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   environment.cuda_version = device.value("cuda_version", "");
   gpu = !device.value("is_cpu", true);
   environment.gpu = gpu;
+  runner_ref = gpu || options.runner_reference;
   if (gpu) {
     environment.baseline = "PyTorch CUDA eager and torch.compile (default mode) in a separate trusted runner; "
                            "CUDA events, L2 flushed before every run, TF32 off";
+  } else if (runner_ref) {
+    environment.baseline = "PyTorch eager on the CPU in the Python runner (the GPU path's reference runner, "
+                           "run on a CPU: a test of that path, not a CPU baseline)";
   } else {
     environment.torch_threads = environment.compute_units;
     environment.blas = blas_description();
@@ -486,7 +586,10 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   }
   max_block = device.value("max_work_group", int64_t{1024});
   spare_policy = options.spare_policy.empty() ? (gpu ? "gate" : "settle") : options.spare_policy;
-  sandboxes->set_depth(options.spares > 0 ? options.spares : (gpu ? 2 : 1));
+  // With the worker's pool on a CPU the pool's warm children are the spares: a private spare
+  // would start during the next check and make its timed runs wait for it (settle).
+  const int default_spares = gpu ? 2 : (options.child_pool && spare_policy == "settle" ? 0 : 1);
+  sandboxes->set_depth(options.spares > 0 ? options.spares : default_spares);
   environment.sandbox = sandbox_summary(first->jail_report());
   // Page-locked inputs make the per-trial copies several times faster (GPU children only).
   if (gpu)
@@ -509,31 +612,41 @@ std::vector<std::string> Checker::Impl::runner_argv(const std::string& role, con
 }
 
 // On a GPU the reference outputs come from the op's own code on CUDA tensors (TF32 off), in
-// a runner that never sees a candidate; the CPU libtorch outputs stay as a cross-check.
+// a runner that never sees a candidate; the CPU libtorch outputs stay as a cross-check. The
+// runner was begun in create() and has had the op's source since; here it gets the arena.
 bool Checker::Impl::start_gpu_reference(std::string& error) {
-  SandboxLaunch launch;
-  launch.argv = runner_argv("reference", "cuda");
-  launch.kind = SandboxKind::python;
-  launch.limits.cpu_seconds = options.sandbox_cpu_s;
-  launch.limits.data_bytes = sandbox_memory_limit(options.sandbox_memory_bytes);
-  launch.arena_inputs_fd = arena.input_fd;
-  launch.arena_outputs_fd = arena.output_fd;
-  launch.gpu_gate_fd = gate.fd;
-  gpu_reference = SandboxChild::start(launch, error);
-  if (!gpu_reference || !gpu_reference->await_ready(error)) {
-    error = "the GPU reference runner did not start: " + error;
-    return false;
-  }
-  const json& device = gpu_reference->device();
-  environment.triton_version = device.value("triton_version", "");
-  environment.cuda_version = device.value("cuda_version", "");
-  environment.torch_version = device.value("torch_version", environment.torch_version);
+  const std::string device = gpu ? "cuda" : "cpu";
+  const std::string source = normalize_source(spec.source).source;
   CheckResult scratch;
   json reply;
-  if (!gpu_reference->exchange({{"cmd", "build"}, {"source", normalize_source(spec.source).source},
-                                {"compile", options.compile_baseline}},
-                               options.build_timeout_s, "compiling the op on the GPU", reply, scratch) ||
-      !reply.value("ok", false)) {
+  auto waited = clock_type::now();
+  // Ready, then the build sent in create(), then the attach; a child that was not begun (the
+  // device turned out to be a GPU) or died meanwhile is replaced by one started with the arena.
+  bool started = gpu_reference && gpu_reference->begin_attach(arena.input_fd, arena.output_fd, gate.fd, error) &&
+                 gpu_reference->await_ready(error) &&
+                 gpu_reference->receive(options.build_timeout_s, "compiling the op on the GPU", reply, scratch) &&
+                 gpu_reference->finish_attach(error);
+  if (!started) {
+    SandboxLaunch launch = reference_launch(device);
+    launch.arena_inputs_fd = arena.input_fd;
+    launch.arena_outputs_fd = arena.output_fd;
+    error.clear();
+    scratch = CheckResult();
+    gpu_reference = SandboxChild::start(launch, error);
+    if (!gpu_reference || !gpu_reference->await_ready(error)) {
+      error = "the GPU reference runner did not start: " + error;
+      return false;
+    }
+    gpu_reference->exchange({{"cmd", "build"}, {"source", source}, {"compile", false}}, options.build_timeout_s,
+                            "compiling the op on the GPU", reply, scratch);
+  }
+  setup.gpu_reference_start_ms = ms_between(waited, clock_type::now());
+  auto computed = clock_type::now();
+  const json& described = gpu_reference->device();
+  environment.triton_version = described.value("triton_version", environment.triton_version);
+  environment.cuda_version = described.value("cuda_version", environment.cuda_version);
+  environment.torch_version = described.value("torch_version", environment.torch_version);
+  if (!scratch.message.empty() || !reply.value("ok", false)) {
     error = "the op does not build on the GPU: " + (scratch.message.empty() ? reply.value("log", reply.dump()) : scratch.message);
     return false;
   }
@@ -561,13 +674,74 @@ bool Checker::Impl::start_gpu_reference(std::string& error) {
   }
   weak = std::all_of(trials[0].expected.begin(), trials[0].expected.end(),
                      [](const HostTensor& t) { return near_constant(t); });
+  setup.gpu_reference_ms = ms_between(computed, clock_type::now());
+  // The torch.compile runner gets the arena too (after its build and precompile, which it
+  // works through first); its replies are read when the compile baseline is needed.
+  if (compile_reference && compile_reference->needs_attach()) {  // not on a restart (harvest_inductor)
+    std::string attach_error;
+    if (!compile_reference->begin_attach(arena.input_fd, arena.output_fd, gate.fd, attach_error)) {
+      compile_failure = "the torch.compile runner: " + attach_error;
+      compile_reference.reset();
+      compile_replies_pending = 0;
+    }
+  }
   return true;
+}
+
+// Reads what the torch.compile runner has done since create(): its build and the compile of
+// the op on inputs of its own (seconds to a minute: Inductor's codegen, Triton's compiles,
+// autotuning on the GPU). Called before the first timed window, so none of that GPU work
+// overlaps a measurement, and by the compile baseline. Its wait counts as time_compile.
+bool Checker::Impl::finish_compile_warmup(CheckResult& result) {
+  if (!compile_reference || compile_replies_pending == 0) return compile_reference != nullptr;
+  auto waited = clock_type::now();
+  CheckResult scratch;
+  json reply;
+  std::string error;
+  bool ok = compile_reference->await_ready(error);
+  if (!ok) compile_failure = "the torch.compile runner did not start: " + error;
+  for (const char* what : {"building the op for torch.compile", "compiling the op with torch.compile"}) {
+    if (!ok || compile_replies_pending == 0) break;
+    ok = compile_reference->receive(300 + options.trial_timeout_s, what, reply, scratch) && reply.value("ok", false);
+    --compile_replies_pending;
+    if (!ok) {
+      std::string why = scratch.message.empty() ? reply.value("message", reply.value("log", reply.dump())) : scratch.message;
+      compile_failure = std::string(what) + ": " + why;
+    }
+  }
+  if (ok && !compile_reference->finish_attach(error)) {
+    ok = false;
+    compile_failure = "the torch.compile runner: " + error;
+  }
+  result.time_compile_ms += ms_between(waited, clock_type::now());
+  if (!ok) {
+    compile_reference.reset();
+    compile_replies_pending = 0;
+  }
+  return ok;
 }
 
 Checker::Checker() : impl_(std::make_unique<Impl>()) {}
 Checker::~Checker() = default;
 
 bool Checker::weak_test() const { return impl_->weak; }
+
+const SetupPhases& Checker::setup_phases() const { return impl_->setup; }
+
+void Checker::warm_pool(const CheckOptions& options) {
+  if (!options.child_pool) return;
+  Checker launches;  // only for the launch recipes its Impl builds
+  Impl& impl = *launches.impl_;
+  impl.options = options;
+  std::string error;
+  SandboxLaunch launch;
+  if (!impl.gate.open(error) || !impl.candidate_launch(launch, error)) return;
+  options.child_pool->warm(launch);
+  if (options.runner_reference || expects_gpu(options)) {
+    SandboxLaunch reference = impl.reference_launch(expects_gpu(options) ? "cuda" : "cpu");
+    options.child_pool->warm(reference);
+  }
+}
 
 std::vector<std::vector<int64_t>> Checker::output_shapes() const {
   std::vector<std::vector<int64_t>> shapes;
@@ -576,6 +750,7 @@ std::vector<std::vector<int64_t>> Checker::output_shapes() const {
 }
 
 std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions& options, std::string& error) {
+  auto created = clock_type::now();
   std::unique_ptr<Checker> checker(new Checker());
   Impl& impl = *checker->impl_;
   impl.spec = spec;
@@ -585,7 +760,18 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
     error = "unknown spare policy '" + policy + "' (settle, gate or overlap)";
     return nullptr;
   }
+  // The children first: their start-up overlaps the reference work below.
+  if (!impl.gate.open(error) || !impl.begin_children(error)) return nullptr;
+  SetupPhases& setup = impl.setup;
+  auto phase_started = clock_type::now();
+  auto phase_ms = [&phase_started] {
+    auto now = clock_type::now();
+    double ms = ms_between(phase_started, now);
+    phase_started = now;
+    return ms;
+  };
   impl.reference = Reference::compile(spec, error);
+  setup.reference_compile_ms = phase_ms();
   if (!impl.reference) {
     error = "the op's reference does not compile: " + error;
     return nullptr;
@@ -600,10 +786,23 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
     secret = configured && *configured ? std::strtoull(configured, nullptr, 10) : (uint64_t{entropy()} << 32) ^ entropy();
   }
   impl.make_trials(fresh, secret);
-  if (!impl.run_reference(error) || !impl.build_arena(error)) return nullptr;
+  setup.inputs_ms = phase_ms();
+  if (!impl.run_reference(error)) return nullptr;
+  setup.reference_ms = phase_ms();
+  if (!impl.build_arena(error)) return nullptr;
   impl.choose_rotations();
+  setup.arena_ms = phase_ms();
   if (!impl.start_sandboxes(error)) return nullptr;
-  if (impl.gpu && !impl.start_gpu_reference(error)) return nullptr;
+  if (impl.runner_ref) {
+    if (!impl.start_gpu_reference(error)) return nullptr;
+  } else {
+    impl.gpu_reference.reset();  // begun for a GPU that the device turned out not to be
+    impl.compile_reference.reset();
+  }
+  setup.total_ms = ms_between(created, clock_type::now());
+  // On a GPU the children taken warm are replaced now (their start-up is CPU work, and touches
+  // the device only under the gate); on a CPU after the first check's timed runs.
+  if (options.child_pool && impl.gpu) options.child_pool->refill();
   return checker;
 }
 
@@ -701,6 +900,9 @@ void Checker::check_into(const std::string& program_text, clock_type::time_point
   }
   result.total_ms = ms_between(started, clock_type::now());
   result.overhead_ms = std::max(0.0, result.total_ms - result.compile_ms - result.run_ms - result.time_ms);
+  // The timed runs are over: the worker's pool replaces the children taken, while the caller
+  // stores this result and the next candidate is built and verified.
+  if (impl_->options.child_pool) impl_->options.child_pool->refill();
   if (impl_->options.cache) {
     impl_->cache[result.program_hash] = result;
     if (store && result_is_storable(result)) {
@@ -943,12 +1145,16 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   // runs so the harness never competes with its own measurement. On a GPU they go on
   // starting (their CPU work does not touch the measurement) and the timed window holds
   // the GPU gate instead (TimedWindow; the wait for it counts as spare_wait).
-  if (spare_policy == "settle" && sandboxes->has_spare()) {
+  if (spare_policy == "settle" && (sandboxes->has_spare() || options.child_pool)) {
     auto spare_started = clock_type::now();
     sandboxes->settle();
     result.spare_wait_ms = ms_between(spare_started, clock_type::now());
   }
   auto timing_started = clock_type::now();
+  // torch.compile's runner has compiled the op since create(), autotuning on the GPU: that
+  // must be over before anything is timed (its wait is the compile baseline's cost).
+  finish_compile_warmup(result);
+  auto kernel_started = clock_type::now();
   json time_command = timing_knobs();
   time_command["cmd"] = "time";
   json sets = json::array();
@@ -982,11 +1188,17 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
   TimingStats kernel = timing_stats_from_json(reply);
   child.quit();
   result.kernel = kernel;
-  if (gpu) {
+  result.time_kernel_ms = ms_between(kernel_started, clock_type::now());
+  if (runner_ref) {
     if (!time_gpu_baselines(result)) return;
   } else {
+    auto eager_started = clock_type::now();
     TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
-    result.baseline = time_baseline();
+    // A kernel window others disturbed says the machine is busy now: a disturbed baseline is
+    // not re-taken then (it would be disturbed again), only on a later, quieter check.
+    const bool reused = baseline_reusable(kernel.disturbed);
+    result.baseline = time_baseline(kernel.disturbed);
+    if (!reused) result.time_eager_ms = ms_between(eager_started, clock_type::now());
     result.environment.baseline = environment.baseline;  // says so if the caching allocator could not be used
   }
   result.time_ms = ms_between(timing_started, clock_type::now());
@@ -1014,52 +1226,63 @@ bool Checker::Impl::timed_outputs_match(CheckResult& result) const {
   return true;
 }
 
-// PyTorch CUDA eager and torch.compile of the op, timed once per op by the reference
-// runner over the same verified sets and with the same protocol as candidates.
+// PyTorch CUDA eager and torch.compile of the op, timed once per op over the same verified
+// sets and with the same protocol as candidates: eager by the reference runner, torch.compile
+// by its own runner, which has compiled the op since create() (finish_compile_warmup).
 bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
+  json sets = json::array();
+  for (size_t trial_idx : timing_trials()) {
+    json io = runner_io(trial_idx, trials[trial_idx].output_offsets);
+    sets.push_back({{"inputs", io["inputs"]}, {"outputs", io["outputs"]}});
+  }
   for (const char* mode : {"eager", "compile"}) {
     const bool compile = std::string(mode) == "compile";
     if (compile && !options.compile_baseline) break;
     std::optional<TimingStats>& stats = compile ? baseline_compile : baseline;
-    if (!stats) {
-      json command = timing_knobs();
-      command["cmd"] = "time";
-      command["mode"] = mode;
-      json sets = json::array();
-      for (size_t trial_idx : timing_trials()) {
-        json io = runner_io(trial_idx, trials[trial_idx].output_offsets);
-        sets.push_back({{"inputs", io["inputs"]}, {"outputs", io["outputs"]}});
-      }
-      command["sets"] = sets;
-      CheckResult scratch;
-      json reply;
-      // torch.compile's first call compiles (seconds to a minute), outside the timing lock.
-      bool ready = true;
-      if (compile) {
-        json warm = runner_io(timing_trials().front(), trials[timing_trials().front()].output_offsets);
-        warm["cmd"] = "run";
-        warm["mode"] = mode;
-        ready = gpu_reference->exchange(warm, 300 + options.trial_timeout_s, "compiling PyTorch compile", reply, scratch) &&
-                reply.value("ok", false);
-      }
-      double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
-      if (ready) {
-        TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
-        ready = gpu_reference->exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&
-                reply.value("ok", false);
-      }
-      if (!ready) {
-        std::string why = scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message;
-        if (compile) {  // the compile baseline is a bonus: say why it is missing, keep the verdict
-          environment.baseline += "; torch.compile failed: " + why.substr(0, 300);
-          break;
-        }
-        fail(result, Outcome::runtime_error, "harness error: timing the eager baseline: " + why);
-        return false;
-      }
-      stats = timing_stats_from_json(reply);
-      if (reply.contains("clocks")) environment.gpu_clocks = reply["clocks"].dump();
+    if (stats) continue;
+    auto started = clock_type::now();
+    if (compile && !finish_compile_warmup(result)) {
+      // The compile baseline is a bonus: say why it is missing (once), keep the verdict.
+      if (!compile_failure.empty()) environment.baseline += "; torch.compile failed: " + compile_failure.substr(0, 300);
+      compile_failure.clear();
+      break;
     }
+    SandboxChild& runner = compile ? *compile_reference : *gpu_reference;
+    json command = timing_knobs();
+    command["cmd"] = "time";
+    command["mode"] = mode;
+    command["sets"] = sets;
+    CheckResult scratch;
+    json reply;
+    // The first call compiles when nothing has yet (outside the timing lock, never timed).
+    bool ready = true;
+    if (compile) {
+      json warm = runner_io(timing_trials().front(), trials[timing_trials().front()].output_offsets);
+      warm["cmd"] = "run";
+      warm["mode"] = mode;
+      ready = runner.exchange(warm, 300 + options.trial_timeout_s, "compiling PyTorch compile", reply, scratch) &&
+              reply.value("ok", false);
+    }
+    double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
+    if (ready) {
+      TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
+      ready = runner.exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&
+              reply.value("ok", false);
+    }
+    (compile ? result.time_compile_ms : result.time_eager_ms) += ms_between(started, clock_type::now());
+    if (!ready) {
+      std::string why = scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message;
+      if (compile) {
+        environment.baseline += "; torch.compile failed: " + why.substr(0, 300);
+        compile_reference.reset();
+        break;
+      }
+      fail(result, Outcome::runtime_error, "harness error: timing the eager baseline: " + why);
+      return false;
+    }
+    stats = timing_stats_from_json(reply);
+    if (reply.contains("clocks")) environment.gpu_clocks = reply["clocks"].dump();
+    if (compile) compile_reference->quit();  // done with it: its process and GPU memory go
   }
   result.baseline = baseline;
   result.baseline_compile = baseline_compile;
@@ -1131,9 +1354,15 @@ bool Checker::Impl::reply_failed(const json& reply, const std::string& what, Che
 }
 
 // The eager baseline is timed once per op and reused; a disturbed measurement (the
-// machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest.
-TimingStats Checker::Impl::time_baseline() {
-  if (baseline && (!baseline->disturbed || baseline_timings >= 3)) return *baseline;
+// machine was busy) is re-taken on later checks, up to 3 times, keeping the quietest, but
+// only when the check's own kernel window was quiet (`busy_now` false): under sustained load
+// every re-take is disturbed too and costs seconds per candidate for nothing.
+bool Checker::Impl::baseline_reusable(bool busy_now) const {
+  return baseline && (!baseline->disturbed || baseline_timings >= 3 || busy_now);
+}
+
+TimingStats Checker::Impl::time_baseline(bool busy_now) {
+  if (baseline_reusable(busy_now)) return *baseline;
   std::vector<std::vector<HostTensor>> sets(static_cast<size_t>(rotations), trials[0].inputs);
   auto timing = reference->time_forward(sets, environment.compute_units, timing_protocol(), options.baseline_allocator);
   ++baseline_timings;

@@ -26,6 +26,7 @@ enum class Outcome { format_error, rule_violation, compile_error, runtime_error,
 std::string outcome_name(Outcome outcome);
 
 struct CheckResult;
+class ChildPool;
 
 //! A result cache that outlives one Checker (e.g. a database table shared by every job
 //! and worker), keyed by CheckResult::cache_key plus the options that change results.
@@ -81,6 +82,13 @@ struct CheckOptions {
   //! their device only while nothing is timed: the GPU gate, sandbox_policy.h), "overlap"
   //! (no rule; for measuring what the rule costs). "" = settle on a CPU, gate on a GPU.
   std::string spare_policy;
+  //! Pre-started children to take before starting any (a worker's pool, child_pool.h): the
+  //! first candidate child, the spares and the reference runners come warm and get this op's
+  //! arena on take. Null: every child is started for this Checker.
+  std::shared_ptr<ChildPool> child_pool;
+  //! Reference outputs and the eager baseline from the Python runner (the GPU path) even on a
+  //! CPU device: tests of that path on a machine without a GPU. Timings are then not a CPU claim.
+  bool runner_reference = false;
 };
 
 //! Where and how outputs first differed.
@@ -151,11 +159,32 @@ struct CheckResult {
   double child_ms = 0;         //!< wall time waiting on the sandbox's replies (includes compile and run)
   double compare_ms = 0;       //!< part of overhead: comparing outputs with the reference in the parent
   double io_ms = 0;            //!< part of overhead: the child loading inputs, reading outputs back, checking inputs
+  double time_kernel_ms = 0;   //!< part of time: the candidate's timed runs (the wait for the timing window included)
+  double time_eager_ms = 0;    //!< part of time: timing the eager baseline (0 when an earlier check's timing is reused)
+  double time_compile_ms = 0;  //!< part of time: torch.compile's first compile (or the wait for it) and its timing
 
   //! JSON object with every field above.
   std::string to_json() const;
   //! Parses to_json()'s output back; nullopt if it is not such an object.
   static std::optional<CheckResult> from_json(const std::string& text);
+};
+
+//! Where Checker::create's time went, in ms: a generation's `phases_ms.setup` (docs/jobs.md).
+//! The waits are what the creating thread waited for; work a child did in the background
+//! while something else ran does not show.
+struct SetupPhases {
+  double reference_compile_ms = 0;     //!< the op's TorchScript compiled by libtorch
+  double inputs_ms = 0;                //!< every trial's inputs drawn from their distributions
+  double reference_ms = 0;             //!< the CPU reference run on every trial (outputs; a cross-check on a GPU)
+  double arena_ms = 0;                 //!< inputs written to the sealed arena and mapped
+  double sandbox_start_ms = 0;         //!< waiting for the first candidate child to be ready and attached
+  double gpu_reference_start_ms = 0;   //!< waiting for the GPU reference runner to be ready and attached
+  double gpu_reference_ms = 0;         //!< the op built and run on every trial on the GPU
+  double total_ms = 0;                 //!< all of Checker::create
+  int pooled_children = 0;             //!< children taken warm from a ChildPool (child_pool.h) instead of started
+
+  //! {"reference_compile": ms, ..., "total": ms, "pooled_children": n}
+  std::string to_json() const;
 };
 
 //! Results with this outcome are kept by a ResultStore: all but timeouts (which can be
@@ -196,6 +225,11 @@ class Checker {
   bool weak_test() const;
   //! Output shapes on the main shapes, in order.
   std::vector<std::vector<int64_t>> output_shapes() const;
+  //! Where create()'s time went.
+  const SetupPhases& setup_phases() const;
+  //! Starts `options.child_pool`'s children for checks with these options (the candidate's
+  //! child; on a GPU the reference runners too), so that even the first Checker finds them.
+  static void warm_pool(const CheckOptions& options);
 
  private:
   Checker();

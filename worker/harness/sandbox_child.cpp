@@ -3,8 +3,12 @@
 // outcome with a message. Test: ctest -R 'harness_(checker|adversarial)'.
 #include "worker/harness/sandbox_child.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 
+#include "worker/harness/child_pool.h"
 #include "worker/harness/compare.h"
 
 namespace kforge::harness {
@@ -32,7 +36,48 @@ std::unique_ptr<SandboxChild> SandboxChild::start(const SandboxLaunch& launch, s
   child->process_ = std::move(process);
   child->launch_kind_ = sandbox_kind_name(launch.kind);
   child->stop_requested_ = launch.stop_requested;
+  child->attach_later_ = launch.attach_later;
   return child;
+}
+
+bool SandboxChild::begin_attach(int inputs_fd, int outputs_fd, int gate_fd, std::string& error) {
+  if (!needs_attach()) {
+    error = "the child has its arena already";
+    return false;
+  }
+  std::vector<int> fds = {inputs_fd, outputs_fd};
+  // The child's own open of the gate: a lock through a shared open would be ours too.
+  int own_gate = gate_fd >= 0 ? ::open(("/proc/self/fd/" + std::to_string(gate_fd)).c_str(), O_RDWR | O_CLOEXEC) : -1;
+  if (own_gate >= 0) fds.push_back(own_gate);
+  bool sent = process_->send_fds(fds, error);
+  if (own_gate >= 0) ::close(own_gate);
+  if (!sent) return false;
+  attach_sent_ = true;
+  if (!process_->write_all("{\"cmd\":\"attach\"}\n")) {
+    error = "the child died before its arena was attached: " + process_->describe_exit();
+    return false;
+  }
+  attach_pending_ = true;
+  return true;
+}
+
+bool SandboxChild::finish_attach(std::string& error) {
+  if (!attach_pending_) return true;
+  if (!await_ready(error)) return false;
+  CheckResult scratch;
+  json reply;
+  if (!receive(60, "attaching the arena", reply, scratch)) {
+    error = scratch.message;
+    return false;
+  }
+  attach_pending_ = false;
+  if (!reply.value("ok", false)) {
+    error = "attaching the arena: " + reply.value("message", reply.dump());
+    return false;
+  }
+  for (const char* key : {"pinned_inputs", "host_pinning"})
+    if (reply.contains(key)) device_[key] = reply[key];
+  return true;
 }
 
 bool SandboxChild::await_ready(std::string& error) {
@@ -115,29 +160,54 @@ bool SandboxChild::receive(double timeout_s, const std::string& what, json& repl
 
 void SandboxChild::quit() { process_->write_all("{\"cmd\":\"quit\"}\n"); }
 
+std::unique_ptr<SandboxChild> SandboxPool::next_child(std::string& error, bool& started_now) {
+  started_now = false;
+  if (child_pool_) {
+    // A warm child of the worker's pool, given this op's arena now: it page-locks it under
+    // the gate while the current candidate is checked.
+    while (auto pooled = child_pool_->take(launch_)) {
+      std::string attach_error;
+      pooled->set_stop_requested(launch_.stop_requested);
+      if (pooled->begin_attach(launch_.arena_inputs_fd, launch_.arena_outputs_fd, launch_.gpu_gate_fd, attach_error))
+        return pooled;
+    }
+  }
+  started_now = true;
+  return SandboxChild::start(launch_, error);
+}
+
 std::unique_ptr<SandboxChild> SandboxPool::take(std::string& error) {
-  std::unique_ptr<SandboxChild> child;
-  if (!spares_.empty()) {
-    child = std::move(spares_.front());
-    spares_.pop_front();
-  } else {
-    child = SandboxChild::start(launch_, error);
-    if (!child) return nullptr;
+  // A child started before now (a spare, a pooled child) may have died while it waited
+  // (killed, out of memory): then the next one, up to twice. One started just now that
+  // fails says why the device cannot be used.
+  for (int try_idx = 0; try_idx < 3; ++try_idx) {
+    std::unique_ptr<SandboxChild> child;
+    bool started_now = false;
+    if (!spares_.empty()) {
+      child = std::move(spares_.front());
+      spares_.pop_front();
+    } else {
+      child = next_child(error, started_now);
+      if (!child) return nullptr;
+    }
+    while (static_cast<int>(spares_.size()) < depth_) {
+      std::string spare_error;
+      bool spare_started_now = false;
+      auto spare = next_child(spare_error, spare_started_now);
+      if (!spare) break;  // the next take() starts one itself and reports why it cannot
+      spares_.push_back(std::move(spare));
+    }
+    if (child->await_ready(error) && child->finish_attach(error)) return child;
+    if (started_now) return nullptr;
   }
-  while (static_cast<int>(spares_.size()) < depth_) {
-    std::string spare_error;
-    auto spare = SandboxChild::start(launch_, spare_error);
-    if (!spare) break;  // the next take() starts one itself and reports why it cannot
-    spares_.push_back(std::move(spare));
-  }
-  if (!child->await_ready(error)) return nullptr;
-  return child;
+  return nullptr;
 }
 
 void SandboxPool::settle() {
   std::string error;
   for (auto spare = spares_.begin(); spare != spares_.end();)
-    spare = (*spare)->await_ready(error) ? std::next(spare) : spares_.erase(spare);
+    spare = (*spare)->await_ready(error) && (*spare)->finish_attach(error) ? std::next(spare) : spares_.erase(spare);
+  if (child_pool_) child_pool_->settle();
 }
 
 }  // namespace kforge::harness

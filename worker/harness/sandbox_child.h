@@ -53,22 +53,51 @@ class SandboxChild {
   //! Asks the child to exit (it is killed on destruction anyway).
   void quit();
 
+  //! For a child started with SandboxLaunch::attach_later (a pre-started child of a
+  //! ChildPool): sends the op's arena and the child's own open of the GPU gate (`gate_fd`
+  //! >= 0: held while it page-locks the arena), then the "attach" command. The reply is read
+  //! by finish_attach(), after the replies of any command sent before. False and `error` if
+  //! the child has gone.
+  bool begin_attach(int inputs_fd, int outputs_fd, int gate_fd, std::string& error);
+  //! Waits for the ready line (if not read yet) and the attach reply, whose device facts
+  //! (pinned_inputs, host_pinning) join device(). True at once when no attach is pending.
+  bool finish_attach(std::string& error);
+  //! True if the child was started without an arena and none was sent yet.
+  bool needs_attach() const { return attach_later_ && !attach_sent_; }
+  //! True while the process runs (a pooled child killed meanwhile is never handed out).
+  bool alive() { return !process_->exited(); }
+  //! True once the ready line was read (await_ready() succeeded).
+  bool ready() const { return ready_; }
+  //! Process id (tests kill pooled children with it).
+  pid_t pid() const { return process_->pid(); }
+  //! The stop check polled while this child works (a pooled child gets its job's on take).
+  void set_stop_requested(std::function<bool()> stop_requested) { stop_requested_ = std::move(stop_requested); }
+
  private:
   std::unique_ptr<SandboxProcess> process_;
   std::string launch_kind_;
   std::function<bool()> stop_requested_;
   bool ready_ = false;
+  bool attach_later_ = false;
+  bool attach_sent_ = false;
+  bool attach_pending_ = false;  // sent, reply not read yet
   nlohmann::json device_;
 };
+
+class ChildPool;
 
 //! A fresh child per candidate, the next ones always starting in the background, so a
 //! candidate never waits for process start-up and device initialisation.
 class SandboxPool {
  public:
   explicit SandboxPool(SandboxLaunch launch) : launch_(std::move(launch)) {}
-  //! How many children to keep starting ahead (at least 1): on a GPU start-up (a CUDA
-  //! context; torch and triton imports) takes longer than one candidate's check.
-  void set_depth(int depth) { depth_ = std::max(1, depth); }
+  //! Takes children warm from `pool` (started before the op, attached to this launch's
+  //! arena on take) before starting any; null: always starts its own.
+  void use_child_pool(std::shared_ptr<ChildPool> pool) { child_pool_ = std::move(pool); }
+  //! How many children to keep starting ahead: on a GPU start-up (a CUDA context; torch and
+  //! triton imports) takes longer than one candidate's check. 0: none (with a ChildPool on a
+  //! CPU, whose warm children replace them and start only between timed runs).
+  void set_depth(int depth) { depth_ = std::max(0, depth); }
   //! The oldest pre-started child (or a new one) once ready; tops the spares up to the
   //! depth first. nullptr and `error` if none starts.
   std::unique_ptr<SandboxChild> take(std::string& error);
@@ -81,7 +110,12 @@ class SandboxPool {
   bool has_spare() const { return !spares_.empty(); }
 
  private:
+  //! A pooled child attached to this launch's arena, or a new one started with it; nullptr
+  //! and `error` if none starts.
+  std::unique_ptr<SandboxChild> next_child(std::string& error, bool& started_now);
+
   SandboxLaunch launch_;
+  std::shared_ptr<ChildPool> child_pool_;
   int depth_ = 1;
   std::deque<std::unique_ptr<SandboxChild>> spares_;
 };

@@ -267,9 +267,10 @@ std::string JailReport::to_json_line() const {
 }
 
 bool apply_jail(const SandboxPolicy& policy, JailReport& report) {
-  // Nothing but the standard descriptors, the arena, the reply pipe and the GPU gate.
-  if (::syscall(SYS_close_range, 7u, ~0u, 0) != 0)
-    for (int fd = 7; fd < 4096; ++fd) ::close(fd);
+  // Nothing but the standard descriptors, the arena, the reply pipe, the GPU gate and the
+  // attach socket (fds 0-7, sandbox_policy.h).
+  if (::syscall(SYS_close_range, 8u, ~0u, 0) != 0)
+    for (int fd = 8; fd < 4096; ++fd) ::close(fd);
   for (const auto& [on, name] : std::vector<std::pair<bool, std::string>>{
            {policy.layers.env, "env"}, {policy.layers.user, "user"}, {policy.layers.network, "network"},
            {policy.layers.filesystem, "filesystem"}, {policy.layers.seccomp, "seccomp"},

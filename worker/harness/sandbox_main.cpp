@@ -4,8 +4,10 @@
 // fd 5); one JSON line per command on stdin, one reply line on the reply pipe
 // ($KFORGE_REPLY_FD, fd 4; stdout and stderr are only captured, never parsed):
 //   ready -> {"cmd":"build"} -> {"cmd":"run"}... -> {"cmd":"time"} -> exit.
-// Once its device is up it narrows its seccomp filter (on PoCL: files, memory, threads
-// and the linker), before any candidate code is compiled or run.
+// Started before its op (a ChildPool's, $KFORGE_ATTACH_FD): ready -> {"cmd":"attach"} (the
+// arena's fds arrive on the attach socket) -> build... Once its device is up (and its arena
+// attached) it narrows its seccomp filter (on PoCL: files, memory, threads and the linker),
+// before any candidate code is compiled or run.
 // A crash, hang or runaway allocation here is an outcome for the parent, never its death.
 // Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME]
 //        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
@@ -14,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,6 +107,31 @@ struct Arena {
   }
 };
 
+// The descriptors one SCM_RIGHTS message on `socket_fd` carries (the attach; at most 4).
+std::vector<int> receive_fds(int socket_fd) {
+  char byte = 0;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t got = -1;
+  do {
+    got = ::recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) throw std::runtime_error(std::string("attach: recvmsg: ") + (got == 0 ? "closed" : std::strerror(errno)));
+  std::vector<int> fds;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const auto* data = reinterpret_cast<const int*>(CMSG_DATA(header));
+    fds.insert(fds.end(), data, data + count);
+  }
+  return fds;
+}
+
 void reply(const json& message) {
   std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   std::fwrite(line.data(), 1, line.size(), g_reply);
@@ -153,16 +181,7 @@ class Sandbox {
   Sandbox(const std::string& target, const std::string& device)
       : target_(target.empty() ? "opencl" : target), backend_(make_kernel_backend(target_, device)) {
     warm_up();
-    // On a GPU the inputs region is page-locked (read-only to the device) up front, so the
-    // per-trial copies in run at bus speed; the cost (tens of ms) falls in start-up,
-    // which a pre-started sandbox pays before its candidate arrives.
-    if (arena_.map_given() && !backend_->is_cpu()) {
-      if (arena_.input_bytes > 0)
-        pinned_inputs_ = backend_->register_host(const_cast<uint8_t*>(arena_.inputs),
-                                                 static_cast<size_t>(arena_.input_bytes), true);
-      if (arena_.output_bytes > 0)
-        backend_->register_host(arena_.outputs, static_cast<size_t>(arena_.output_bytes), false);
-    }
+    if (arena_.map_given()) pin_arena();
     // The fingerprint key: from the kernel's entropy, never in device memory or any reply.
     std::random_device entropy;
     print_key_ = (uint64_t{entropy()} << 32) ^ entropy();
@@ -188,6 +207,41 @@ class Sandbox {
     auto buffer = backend_->allocate(64 * 4);
     auto bound = backend_->bind(plan, {buffer.get()});
     backend_->launch(*bound);
+  }
+
+  // On a GPU the inputs region is page-locked (read-only to the device) up front, so the
+  // per-trial copies in run at bus speed; the cost (tens of ms) falls in start-up (or the
+  // attach), which a pre-started sandbox pays before its candidate arrives.
+  void pin_arena() {
+    if (backend_->is_cpu()) return;
+    if (arena_.input_bytes > 0)
+      pinned_inputs_ = backend_->register_host(const_cast<uint8_t*>(arena_.inputs),
+                                               static_cast<size_t>(arena_.input_bytes), true);
+    if (arena_.output_bytes > 0) backend_->register_host(arena_.outputs, static_cast<size_t>(arena_.output_bytes), false);
+  }
+
+  // A pre-started sandbox (ChildPool) gets its op's arena now: the fds arrive on the attach
+  // socket (inputs, outputs, and the GPU gate to hold while page-locking), become fds 3 and 5
+  // as if the jail had given them, and are mapped and pinned as at start-up.
+  json attach() {
+    auto started = std::chrono::steady_clock::now();
+    std::vector<int> fds = receive_fds(kAttachFd);
+    ::close(kAttachFd);
+    if (fds.size() < 2) throw std::runtime_error("attach: the arena's descriptors did not arrive");
+    if (::dup2(fds[0], kArenaInputFd) < 0 || ::dup2(fds[1], kArenaOutputFd) < 0)
+      throw std::runtime_error(std::string("attach: dup2: ") + std::strerror(errno));
+    for (size_t fd_idx = 0; fd_idx < 2; ++fd_idx) ::close(fds[fd_idx]);
+    const int gate = fds.size() > 2 ? fds[2] : -1;
+    if (gate >= 0)
+      while (::flock(gate, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    if (!arena_.map_given()) {
+      if (gate >= 0) ::close(gate);
+      throw std::runtime_error("attach: the arena could not be mapped");
+    }
+    pin_arena();
+    if (gate >= 0) ::close(gate);  // closing releases the gate for good
+    return {{"ok", true}, {"attached", true}, {"pinned_inputs", pinned_inputs_}, {"attach_ms", ms_since(started)}};
   }
 
   json ready() const {
@@ -481,17 +535,43 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  // Start-up is done: on the CPU the kernel will run in this process, so narrow the
-  // seccomp filter to what PoCL needs before any candidate code is compiled.
-  if (sandbox->is_cpu()) {
-    std::string why = tighten_seccomp_from_env(SeccompProfile::pocl);
-    if (!why.empty()) {
-      reply({{"ready", false}, {"message", "seccomp: " + why}});
+  // Pre-started before its op (a ChildPool's, $KFORGE_ATTACH_FD): ready now, then the first
+  // command must be the attach, which brings the arena; the seccomp filter narrows after it,
+  // still before any candidate code.
+  const char* attach_name = std::getenv(kAttachEnv);
+  const bool attach_later = attach_name && *attach_name;
+  std::string line;
+  if (attach_later) {
+    reply(sandbox->ready());
+    json cmd = json::parse(std::getline(std::cin, line) ? line : std::string("{}"), nullptr, false);
+    if (!cmd.is_object() || cmd.value("cmd", "") != "attach") return 0;  // quit, EOF or nonsense: nothing to do
+    json attached;
+    try {
+      attached = sandbox->attach();
+    } catch (const std::exception& e) {
+      reply({{"ok", false}, {"kind", "internal_error"}, {"message", e.what()}});
       return 1;
     }
+    if (sandbox->is_cpu()) {
+      std::string why = tighten_seccomp_from_env(SeccompProfile::pocl);
+      if (!why.empty()) {
+        reply({{"ok", false}, {"kind", "internal_error"}, {"message", "seccomp: " + why}});
+        return 1;
+      }
+    }
+    reply(attached);
+  } else {
+    // Start-up is done: on the CPU the kernel will run in this process, so narrow the
+    // seccomp filter to what PoCL needs before any candidate code is compiled.
+    if (sandbox->is_cpu()) {
+      std::string why = tighten_seccomp_from_env(SeccompProfile::pocl);
+      if (!why.empty()) {
+        reply({{"ready", false}, {"message", "seccomp: " + why}});
+        return 1;
+      }
+    }
+    reply(sandbox->ready());
   }
-  reply(sandbox->ready());
-  std::string line;
   while (std::getline(std::cin, line)) {
     json cmd;
     try {

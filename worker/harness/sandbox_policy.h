@@ -74,5 +74,11 @@ constexpr int kArenaOutputFd = 5;  //!< output slots (writable memfd)
 //! it while it times, so a pre-started child never touches the GPU during a measurement.
 constexpr int kGpuGateFd = 6;
 constexpr const char* kGpuGateEnv = "KFORGE_GPU_GATE_FD";  //!< set (to kGpuGateFd) only when a gate is passed
+//! A child started before its op's arena exists (a pre-started child of a ChildPool,
+//! child_pool.h) gets one end of a Unix socket here instead of fds 3 and 5: its "attach"
+//! command brings the arena (and the GPU gate) as SCM_RIGHTS descriptors on it, before any
+//! candidate code arrives. $KFORGE_ATTACH_FD is set (to kAttachFd) only then.
+constexpr int kAttachFd = 7;
+constexpr const char* kAttachEnv = "KFORGE_ATTACH_FD";
 
 }  // namespace kforge::harness

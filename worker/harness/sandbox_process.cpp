@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,8 +156,29 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpa
   envp.push_back(nullptr);
   std::vector<std::pair<int, int>> fds = {{in_pipe[0], 0},       {out_fd, 1}, {err_fd, 2},
                                           {reply_pipe[1], kReplyFd}};
-  if (spawn.arena_inputs_fd >= 0) fds.push_back({spawn.arena_inputs_fd, kArenaInputFd});
-  if (spawn.arena_outputs_fd >= 0) fds.push_back({spawn.arena_outputs_fd, kArenaOutputFd});
+  int attach[2] = {-1, -1};
+  int placeholder = -1;
+  if (spawn.attach_later) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, attach) != 0) {
+      error = std::string("socketpair: ") + std::strerror(errno);
+      for (int fd : {in_pipe[0], in_pipe[1], reply_pipe[0], reply_pipe[1], out_fd, err_fd})
+        if (fd >= 0) ::close(fd);
+      return nullptr;
+    }
+    fds.push_back({attach[1], kAttachFd});
+    // Placeholders hold fds 3 and 5 until the attach puts the arena there: a device driver
+    // or library opening files meanwhile must not take those numbers.
+    placeholder = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (placeholder >= 0) {
+      fds.push_back({placeholder, kArenaInputFd});
+      fds.push_back({placeholder, kArenaOutputFd});
+    }
+    static const std::string attach_env = std::string(kAttachEnv) + "=" + std::to_string(kAttachFd);
+    envp.insert(envp.end() - 1, const_cast<char*>(attach_env.c_str()));
+  } else {
+    if (spawn.arena_inputs_fd >= 0) fds.push_back({spawn.arena_inputs_fd, kArenaInputFd});
+    if (spawn.arena_outputs_fd >= 0) fds.push_back({spawn.arena_outputs_fd, kArenaOutputFd});
+  }
   // The child's own open of the gate: a lock taken through a shared open would be the
   // parent's lock too and exclude nobody.
   int gate_fd = spawn.gpu_gate_fd >= 0
@@ -169,10 +191,12 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpa
   }
   pid_t pid = spawn_child(argv, envp.data(), fds, /*new_session=*/true, error);
   if (gate_fd >= 0) ::close(gate_fd);
+  if (attach[1] >= 0) ::close(attach[1]);
+  if (placeholder >= 0) ::close(placeholder);
   ::close(in_pipe[0]);
   ::close(reply_pipe[1]);
   if (pid < 0) {
-    for (int fd : {in_pipe[1], reply_pipe[0], out_fd, err_fd})
+    for (int fd : {in_pipe[1], reply_pipe[0], out_fd, err_fd, attach[0]})
       if (fd >= 0) ::close(fd);
     return nullptr;
   }
@@ -182,8 +206,39 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start_sandboxed(const SandboxSpa
   child->reply_fd_ = reply_pipe[0];
   child->stdout_fd_ = out_fd;
   child->stderr_fd_ = err_fd;
+  child->attach_fd_ = attach[0];
   child->expect_jail_report_ = true;
   return child;
+}
+
+bool SandboxProcess::send_fds(const std::vector<int>& fds, std::string& error) {
+  if (attach_fd_ < 0) {
+    error = "the child was started with its arena, not to attach one later";
+    return false;
+  }
+  char payload = 'A';  // SCM_RIGHTS travels with at least one byte of data
+  iovec io{&payload, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()), 0);
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data();
+  message.msg_controllen = control.size();
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
+  ssize_t sent = -1;
+  do {
+    sent = ::sendmsg(attach_fd_, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != 1) {
+    error = std::string("sending the arena to the child: ") + std::strerror(errno);
+    return false;
+  }
+  close_fd(attach_fd_);  // one attach per child
+  return true;
 }
 
 std::unique_ptr<SandboxProcess> SandboxProcess::start(const std::vector<std::string>& argv,
@@ -239,6 +294,7 @@ SandboxProcess::~SandboxProcess() {
   close_fd(reply_fd_);
   close_fd(stdout_fd_);
   close_fd(stderr_fd_);
+  close_fd(attach_fd_);
 }
 
 bool SandboxProcess::write_all(const std::string& text) {

@@ -36,6 +36,9 @@ struct SandboxSpawn {
   int arena_inputs_fd = -1;   //!< becomes fd 3 (read-only inputs)
   int arena_outputs_fd = -1;  //!< becomes fd 5 (output slots)
   int gpu_gate_fd = -1;       //!< a memfd whose lock is the GPU gate: the child gets its own open of it as fd 6
+  //! No arena yet: the child gets a Unix socket as fd 7 (kAttachFd) and receives the arena
+  //! later (SandboxProcess::send_fds, the child's "attach" command). The arena fds are ignored.
+  bool attach_later = false;
 };
 
 //! A started child, killed on destruction.
@@ -61,6 +64,11 @@ class SandboxProcess {
   bool write_all(const std::string& text);
   //! Closes the child's stdin (EOF for it).
   void close_stdin();
+  //! Sends `fds` (SCM_RIGHTS) on the attach socket of a child started with attach_later;
+  //! false and `error` if there is none or the child has gone.
+  bool send_fds(const std::vector<int>& fds, std::string& error);
+  //! True once the child has exited (reaped here, without waiting).
+  bool exited() { return wait_exit(std::chrono::steady_clock::now()); }
   //! Reads one '\n'-terminated reply line (without the newline) before `deadline`. The
   //! jail's report line is taken aside (jail_report()). A line over 4 MiB is cut to its
   //! start and the channel closed: a flood never grows the buffer or costs a rescan.
@@ -93,6 +101,7 @@ class SandboxProcess {
   int reply_fd_ = -1;   // replies: fd 4 of a sandboxed child, stdout of a helper
   int stdout_fd_ = -1;  // a memfd capture (sandboxed children)
   int stderr_fd_ = -1;  // a memfd capture
+  int attach_fd_ = -1;  // the parent's end of the attach socket (attach_later children)
   bool reaped_ = false;
   bool expect_jail_report_ = false;
   int status_ = 0;

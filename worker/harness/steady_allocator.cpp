@@ -7,6 +7,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -32,6 +33,11 @@ size_t size_class(size_t n) {
   return size;
 }
 
+// How a block another CPU allocator handed out is freed: the raw deleter of the allocator the
+// first scope replaced (libtorch's default: report and free), else free(). Set once, never reset.
+std::atomic<c10::DeleterFnPtr> foreign_deleter{nullptr};
+void release_block(void* block);
+
 // Every block the allocator handed out and every cached one. Process-lived: a tensor
 // allocated inside a scope may be freed long after it, even at exit.
 class BlockPool {
@@ -48,7 +54,7 @@ class BlockPool {
         --stats_.cached_blocks;
         stats_.cached_bytes -= static_cast<int64_t>(size);
         ++stats_.reuses;
-        live_.emplace(block, size);
+        live_[block] = size;
         return block;
       }
     }
@@ -59,14 +65,25 @@ class BlockPool {
     }
     if (!block) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.emplace(block, size);
+    // Assigned, not emplaced: a block of ours that another allocator's deleter freed (below)
+    // leaves a stale entry, and malloc may hand its address out again with another size.
+    live_[block] = size;
     return block;
   }
 
   void give_back(void* block) {
     std::unique_lock<std::mutex> lock(mutex_);
     auto found = live_.find(block);
-    TORCH_INTERNAL_ASSERT(found != live_.end(), "kforge steady allocator: freeing a block it does not own");
+    if (found == live_.end()) {
+      // Not ours: memory taken with raw_allocate from the allocator that was current then and
+      // given back with raw_deallocate while this one is (oneDNN's buffers, which libtorch 1.13's
+      // CPU gelu keeps across calls through ideep, free that way). It goes back where it came from.
+      lock.unlock();
+      c10::DeleterFnPtr deleter = foreign_deleter.load();
+      if (deleter && deleter != &release_block) deleter(block);
+      else std::free(block);
+      return;
+    }
     const size_t size = found->second;
     live_.erase(found);
     if (!caching_) {
@@ -195,6 +212,8 @@ SteadyAllocatorScope::SteadyAllocatorScope() {
   std::lock_guard<std::mutex> lock(scope_mutex);
   if (open_scopes++ == 0) {
     previous_allocator = c10::GetCPUAllocator();
+    if (previous_allocator != &caching_allocator() && !foreign_deleter.load())
+      foreign_deleter.store(previous_allocator->raw_deleter());
     pool().set_caching(true);
     // Priority 0, libtorch's own default allocator's: an allocator set with a higher one stays
     // (installed() says so), and putting the previous one back needs no higher priority either.

@@ -5,10 +5,13 @@
 #include "worker/jobs/generate.h"
 #include "worker/jobs/generate_answer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <stdexcept>
 
@@ -20,6 +23,7 @@
 #include "db/ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/harness/checker.h"
+#include "worker/harness/child_pool.h"
 #include "worker/jobs/candidate_writer.h"
 #include "worker/jobs/job_args.h"
 #include "worker/jobs/model_files.h"
@@ -34,6 +38,67 @@ namespace {
 using json = nlohmann::json;
 
 json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point start) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+}
+
+// Seconds since the epoch of the database's ISO-8601 UTC text ("2026-11-22T08:00:00.123456Z");
+// -1 when it is not such a text.
+double iso_seconds(const std::string& text) {
+  std::tm parts{};
+  double seconds = 0;
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &parts.tm_year, &parts.tm_mon, &parts.tm_mday, &parts.tm_hour,
+                  &parts.tm_min, &seconds) != 6)
+    return -1;
+  parts.tm_year -= 1900;
+  parts.tm_mon -= 1;
+  return static_cast<double>(timegm(&parts)) + seconds;
+}
+
+// Where a generation's time goes, in ms (docs/jobs.md "Where a generation's time goes"): the
+// result's and every progress event's `phases_ms`. Proposing candidates (another thread) and
+// setting up the checker (this one) run side by side, so `propose` is the proposing thread's
+// own time and `propose_wait` what the job waited for it once the checker was set up; `other`
+// is the total less the serial phases (load_op + setup + propose_wait + quiet_wait + harvest +
+// check + write); `harvest` is TorchInductor's kernels taken from the reference runner (GPU, triton).
+struct GenerationPhases {
+  clock_type::time_point started = clock_type::now();
+  double queue_wait_ms = -1;  // POST -> claim, on the database's clock; not part of total
+  double load_op_ms = 0, propose_ms = 0, setup_ms = 0, propose_wait_ms = 0, quiet_wait_ms = 0, harvest_ms = 0,
+         check_ms = 0, write_ms = 0;
+  json setup = json::object();      // Checker::setup_phases()
+  json candidates = json::array();  // each checked candidate's phases_ms, with its sample and outcome
+
+  json to_json() const {
+    const double total = ms_since(started);
+    const double serial = load_op_ms + setup_ms + propose_wait_ms + quiet_wait_ms + harvest_ms + check_ms + write_ms;
+    return {{"queue_wait", queue_wait_ms >= 0 ? json(queue_wait_ms) : json(nullptr)},
+            {"load_op", load_op_ms},
+            {"propose", propose_ms},
+            {"setup", setup_ms},
+            {"propose_wait", propose_wait_ms},
+            {"quiet_wait", quiet_wait_ms},
+            {"harvest", harvest_ms},
+            {"check", check_ms},
+            {"write", write_ms},
+            {"other", total - serial},
+            {"total", total},
+            {"setup_detail", setup},
+            {"candidates", candidates}};
+  }
+};
+
+// One candidate's row of phases_ms.candidates: the check's own phases, named as in its result.
+json candidate_phases(int sample_idx, const harness::CheckResult& result) {
+  json phases = json::parse(result.to_json())["phases_ms"];
+  phases["sample"] = sample_idx;
+  phases["outcome"] = harness::outcome_name(result.outcome);
+  phases["cached"] = result.cached;
+  return phases;
+}
 
 // Everything a candidate row needs from a check result.
 db::CandidateRecord candidate_record(const worker::JobContext& ctx, const GenerateArgs& args, int sample_idx,
@@ -89,8 +154,13 @@ std::optional<ModelFiles> trained_model_files(pqxx::connection& conn, int64_t mo
 }
 
 worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& database_url,
-                                const ModelFetchOptions& fetch, const GenerateOptions& generate_options) {
+                                const ModelFetchOptions& fetch, const GenerateOptions& generate_options,
+                                const std::shared_ptr<harness::ChildPool>& pool) {
   auto started = std::chrono::steady_clock::now();
+  GenerationPhases phases;
+  if (double created = iso_seconds(ctx.job().created_at), claimed = iso_seconds(ctx.job().attempted_at);
+      created > 0 && claimed >= created)
+    phases.queue_wait_ms = (claimed - created) * 1000;
   GenerateArgs args;
   try {
     args = parse_generate_args(ctx.args_json());
@@ -104,30 +174,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   } catch (const std::invalid_argument& e) {
     return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
   }
+  phases.load_op_ms = ms_since(phases.started);
 
-  ctx.report_progress(json{{"phase", "preparing"}, {"checked", 0}, {"total", args.samples}}.dump());
-  std::string note;
-  std::vector<CandidateProgram> programs;
-  std::optional<ModelFiles> model_files;
-  try {
-    model_files = trained_model_files(*conn, args.model_id, fetch);  // a failed download throws: retried
-  } catch (const ModelFileMismatch& e) {
-    return worker::JobOutcome::fail(e.what(), /*retryable=*/false);
-  }
-  if (model_files) {
-    programs = policy_candidates(spec, model_files->dir, args.model_id, args.samples, args.seed);
-  } else {
-    note = "model '" + args.model + "' has no trained version on this worker; candidates come from the teacher compiler";
-    programs = teacher_candidates(spec, args.samples, &note, args.target);
-  }
-  // An op the teacher cannot lower may still get Inductor's kernels (triton on a GPU).
-  const bool inductor_possible = generate_options.inductor_candidates && args.target == "triton" &&
-                                 spec::resolved_device(args) == "gpu";
-  if (programs.empty() && !inductor_possible) {
-    return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
-                                    /*retryable=*/false);
-  }
-
+  ctx.report_progress(
+      json{{"phase", "preparing"}, {"checked", 0}, {"total", args.samples}, {"phases_ms", phases.to_json()}}.dump());
   std::string error;
   harness::CheckOptions options;
   options.target = args.target;
@@ -135,8 +185,56 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.device = args.target == "opencl" ? spec::resolved_device(args) : "";
   options.result_store = make_db_result_store(database_url);  // identical candidates are checked once across jobs
   options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
+  options.child_pool = pool;  // children pre-started by this worker (child_pool.h)
+  // The candidates are proposed (a model's sampling, or the teacher) on another thread while
+  // the checker is set up here (reference outputs, children, the baselines' runners). Not the
+  // other way round: a sandboxed child dies with the thread that started it (PR_SET_PDEATHSIG).
+  struct Proposal {
+    std::vector<CandidateProgram> programs;
+    std::string note;
+    std::optional<ModelFiles> model_files;
+    std::string refusal;  // a model file that does not match its row: fail, no retry
+    double ms = 0;
+  };
+  auto proposing = std::async(std::launch::async, [&] {
+    auto started_proposing = clock_type::now();
+    Proposal proposal;
+    try {
+      proposal.model_files = trained_model_files(*conn, args.model_id, fetch);  // a failed download throws: retried
+    } catch (const ModelFileMismatch& e) {
+      proposal.refusal = e.what();
+      return proposal;
+    }
+    if (proposal.model_files) {
+      proposal.programs = policy_candidates(spec, proposal.model_files->dir, args.model_id, args.samples, args.seed);
+    } else {
+      proposal.note = "model '" + args.model +
+                      "' has no trained version on this worker; candidates come from the teacher compiler";
+      proposal.programs = teacher_candidates(spec, args.samples, &proposal.note, args.target);
+    }
+    proposal.ms = ms_since(started_proposing);
+    return proposal;
+  });
+  auto setup_started = clock_type::now();
   auto checker = harness::Checker::create(spec, options, error);
+  phases.setup_ms = ms_since(setup_started);
+  auto proposal_waited = clock_type::now();
+  Proposal proposal = proposing.get();  // rethrows what proposing threw (a failed download: retried)
+  phases.propose_wait_ms = ms_since(proposal_waited);
+  phases.propose_ms = proposal.ms;
+  if (!proposal.refusal.empty()) return worker::JobOutcome::fail(proposal.refusal, /*retryable=*/false);
+  std::vector<CandidateProgram>& programs = proposal.programs;
+  const std::string& note = proposal.note;
+  const std::optional<ModelFiles>& model_files = proposal.model_files;
+  // An op the teacher cannot lower may still get Inductor's kernels (triton on a GPU).
+  const bool inductor_possible = generate_options.inductor_candidates && args.target == "triton" &&
+                                 spec::resolved_device(args) == "gpu";
+  if (programs.empty() && !inductor_possible) {
+    return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
+                                    /*retryable=*/false);
+  }
   if (!checker) return worker::JobOutcome::fail("the op's reference failed: " + error, /*retryable=*/false);
+  phases.setup = json::parse(checker->setup_phases().to_json());
   // TorchInductor's kernels as one more candidate, harvested when the loop reaches it (after
   // the others, so the first candidate is not held up by Inductor's compile).
   json inductor = {{"enabled", generate_options.inductor_candidates}};
@@ -148,8 +246,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     programs.push_back({"", "inductor", "", 0, ""});
   }
   // This attempt's candidates replace an earlier attempt's (a retry shows one set).
+  auto begun = clock_type::now();
   CandidateWriter writer(database_url, ctx);
   if (!writer.begin()) return worker::JobOutcome::fail("stopped before the first candidate (lease lost or stopping)");
+  phases.write_ms += ms_since(begun);
 
   std::map<std::string, int> by_outcome;
   std::optional<db::CandidateRecord> best;
@@ -162,8 +262,12 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   // is answered all the same, its timing marked unreliable (below).
   const double quiet_allowance_s = quiet_wait_allowance_s(args.time_budget_s);
   double quiet_waited_s = 0;
-  int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0;
+  int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0, quiet_recent = 0;
   constexpr double kBusySpellS = 60;  // after a wait that found no quiet window, this worker stops waiting a while
+  // A check whose timed runs others left alone just now says the machine is quiet as well as a
+  // probe would: the next check goes ahead without one (a probe costs 0.25 s per candidate).
+  constexpr double kRecentlyQuietS = 2;
+  std::optional<clock_type::time_point> quiet_timed_at;
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
   for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
@@ -174,8 +278,11 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       break;
     }
     double room = std::min(quiet_allowance_s - quiet_waited_s, args.time_budget_s - elapsed);
+    auto quiet_started = clock_type::now();
     if (room > 0 && in_busy_spell(kBusySpellS)) {
       ++quiet_skipped;
+    } else if (room > 0 && quiet_timed_at && ms_since(*quiet_timed_at) < kRecentlyQuietS * 1000) {
+      ++quiet_recent;
     } else if (room > 0) {
       QuietWait wait = wait_for_quiet(room, options.max_contention, [&ctx] { return ctx.cancelled(); });
       quiet_waited_s += wait.waited_s;
@@ -183,9 +290,12 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       quiet_found += wait.quiet ? 1 : 0;
       if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
+    phases.quiet_wait_ms += ms_since(quiet_started);
     if (programs[sample_idx].generator == "inductor" && programs[sample_idx].source.empty()) {
       std::string why;
+      auto harvest_started = clock_type::now();
       auto harvested = inductor_candidate(*checker, &why);
+      phases.harvest_ms += ms_since(harvest_started);
       inductor["harvested"] = harvested.has_value();
       if (!harvested) {
         inductor["reason"] = why;
@@ -193,10 +303,17 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       }
       programs[sample_idx] = *harvested;
     }
+    auto check_started = clock_type::now();
     harness::CheckResult result = checker->check(programs[sample_idx].source);
+    phases.check_ms += ms_since(check_started);
+    phases.candidates.push_back(candidate_phases(static_cast<int>(sample_idx), result));
+    if (result.kernel && !result.cached && !result.kernel->disturbed && result.kernel->others_cores >= 0)
+      quiet_timed_at = clock_type::now();
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped while checking candidate " + std::to_string(sample_idx));
+    auto write_started = clock_type::now();
     auto record = candidate_record(ctx, args, static_cast<int>(sample_idx), programs[sample_idx], result);
     auto written = writer.write(record);
+    phases.write_ms += ms_since(write_started);
     if (!written) return worker::JobOutcome::fail("stopped before storing candidate " + std::to_string(sample_idx));
     int64_t id = *written;
     ++checked;
@@ -217,7 +334,8 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                              {"checked", checked},
                              {"total", programs.size()},
                              {"correct", by_outcome["correct"]},
-                             {"best_speedup", best ? json(*best->speedup) : json(nullptr)}}
+                             {"best_speedup", best ? json(*best->speedup) : json(nullptr)},
+                             {"phases_ms", phases.to_json()}}
                             .dump());
   }
 
@@ -270,6 +388,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                  {"quiet_waits", quiet_waits},
                  {"quiet_found", quiet_found},
                  {"quiet_skipped_busy_spell", quiet_skipped},
+                 {"quiet_skipped_recently_quiet", quiet_recent},
                  {"max_contention", options.max_contention},
                  {"reliable", nullptr}};
   if (answer.best_id) {
@@ -285,6 +404,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     }
   }
   result["timing"] = timing;
+  result["phases_ms"] = phases.to_json();
   result["best_flagged"] = answer.best_flagged;
   result["eager_wins"] = answer.eager_wins;
   if (!answer.message.empty()) result["message"] = answer.message;
@@ -368,18 +488,53 @@ GenerateOptions GenerateOptions::from_env() {
   GenerateOptions options;
   const char* value = std::getenv("KFORGE_INDUCTOR_CANDIDATES");
   std::string text = value ? value : "";
-  if (text.empty() || text == "on" || text == "1") return options;
   if (text == "off" || text == "0") {
     options.inductor_candidates = false;
-    return options;
+  } else if (!text.empty() && text != "on" && text != "1") {
+    throw std::invalid_argument("KFORGE_INDUCTOR_CANDIDATES must be on or off, not '" + text + "'");
   }
-  throw std::invalid_argument("KFORGE_INDUCTOR_CANDIDATES must be on or off, not '" + text + "'");
+  const char* pool = std::getenv("KFORGE_CHILD_POOL");
+  if (pool && *pool) {
+    char* end = nullptr;
+    long depth = std::strtol(pool, &end, 10);
+    if (*end != '\0' || depth < 0 || depth > 64)
+      throw std::invalid_argument(std::string("KFORGE_CHILD_POOL must be a count of children from 0 to 64, not '") +
+                                  pool + "'");
+    options.child_pool = static_cast<int>(depth);
+  }
+  return options;
 }
 
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
                            const ModelFetchOptions& fetch, const GenerateOptions& options) {
-  registry.add("generate", [database_url, fetch, options](worker::JobContext& ctx) {
-    return run_generate(ctx, database_url, fetch, options);
+  // One pool for the worker's slots: children started before their op, handed to the next
+  // generation's checker and replaced after its timed runs (KFORGE_CHILD_POOL=0: none).
+  std::shared_ptr<harness::ChildPool> pool;
+  if (options.child_pool > 0) {
+    pool = std::make_shared<harness::ChildPool>(options.child_pool);
+    const auto& capabilities = options.capabilities;
+    auto has = [&capabilities](const std::string& tag) {
+      return std::find(capabilities.begin(), capabilities.end(), tag) != capabilities.end();
+    };
+    // Warm from the start for the targets this worker claims: even its first generation
+    // finds its children started (on a GPU: runners with torch, CUDA and compilers loaded).
+    std::vector<harness::CheckOptions> kinds;
+    for (const char* target : {"triton", "cuda"})
+      if (has(std::string("target:") + target) && has("device:gpu")) {
+        kinds.emplace_back();
+        kinds.back().target = target;
+      }
+    if (has("target:opencl") && has("device:cpu")) {
+      kinds.emplace_back();
+      kinds.back().device = "cpu";
+    }
+    for (auto& check_options : kinds) {
+      check_options.child_pool = pool;
+      harness::Checker::warm_pool(check_options);
+    }
+  }
+  registry.add("generate", [database_url, fetch, options, pool](worker::JobContext& ctx) {
+    return run_generate(ctx, database_url, fetch, options, pool);
   });
 }
 

@@ -41,8 +41,15 @@ struct GenerateOptions {
   //! On a GPU with the triton target, TorchInductor's kernels for the op are one more
   //! candidate (generator "inductor"); KFORGE_INDUCTOR_CANDIDATES=off leaves them out.
   bool inductor_candidates = true;
+  //! Children kept pre-started per kind by the worker's harness::ChildPool (child_pool.h);
+  //! KFORGE_CHILD_POOL, default 2; 0: none, every child started per op.
+  int child_pool = 2;
+  //! The worker's capabilities (target:triton, device:gpu...): the pool is warmed at start for
+  //! the targets they claim (not from the environment: the worker's probe says).
+  std::vector<std::string> capabilities;
 
-  //! From the environment; throws std::invalid_argument on a value other than on/off.
+  //! From the environment; throws std::invalid_argument on a value other than on/off, or a
+  //! KFORGE_CHILD_POOL that is not a count from 0 to 64.
   static GenerateOptions from_env();
 };
 
@@ -62,7 +69,9 @@ std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const 
                                                 int64_t model_id, int count, uint64_t seed);
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`
-//! and finds model files as `fetch` says (model_files.h).
+//! and finds model files as `fetch` says (model_files.h). The worker's children come from one
+//! harness::ChildPool (`options.child_pool` per kind), warmed at once for the targets
+//! `options.capabilities` say this worker claims.
 void register_generate_job(worker::HandlerRegistry& registry, const std::string& database_url,
                            const ModelFetchOptions& fetch = {}, const GenerateOptions& options = {});
 

@@ -43,6 +43,51 @@ TEST(SteadyAllocator, ScopeInstallsItselfAndPutsThePreviousAllocatorBack) {
   EXPECT_TRUE(again.installed());
 }
 
+// libtorch 1.13's CPU gelu runs through oneDNN (ideep), whose buffers are taken with
+// raw_allocate from whatever CPU allocator is current and given back with raw_deallocate through
+// whatever is current then: a buffer from before a scope came back to the caching allocator,
+// which aborted the worker ("freeing a block it does not own") on the second op it timed.
+TEST(SteadyAllocator, BlockOfAnotherAllocatorFreedInsideAScopeGoesBackToIt) {
+  void* before_scope = c10::GetCPUAllocator()->raw_allocate(int64_t{1} << 20);
+  ASSERT_NE(before_scope, nullptr);
+  {
+    SteadyAllocatorScope scope;
+    ASSERT_TRUE(scope.installed());
+    c10::GetCPUAllocator()->raw_deallocate(before_scope);  // must not abort
+    void* inside = c10::GetCPUAllocator()->raw_allocate(int64_t{1} << 20);
+    ASSERT_NE(inside, nullptr);
+    c10::GetCPUAllocator()->raw_deallocate(inside);
+  }
+  // The reverse: a block of the caching allocator freed by the default one after the scope;
+  // malloc may then reuse its address for a block of another size, which must be tracked as such.
+  void* from_scope = nullptr;
+  {
+    SteadyAllocatorScope scope;
+    from_scope = c10::GetCPUAllocator()->raw_allocate(int64_t{3} << 20);
+  }
+  c10::GetCPUAllocator()->raw_deallocate(from_scope);
+  SteadyAllocatorScope scope;
+  at::Tensor small = at::empty({1024}, at::kFloat);
+  at::Tensor big = at::empty({int64_t{4} << 20}, at::kFloat);
+  small.fill_(1);
+  big.fill_(2);
+  EXPECT_EQ(small.sum().item<float>(), 1024.0f);
+  EXPECT_EQ(big.sum().item<float>(), float(int64_t{8} << 20));
+}
+
+TEST(SteadyAllocator, GeluTimedAfterAnotherOpAndAfterItsOwnReference) {
+  // What the worker did when it crashed: an op timed under a scope, then gelu run outside one
+  // (the next op's reference outputs), then gelu timed under a scope.
+  at::Tensor x = at::randn({1024, 1024});
+  {
+    SteadyAllocatorScope scope;
+    for (int call_idx = 0; call_idx < 3; ++call_idx) (void)(x + x);
+  }
+  at::Tensor reference = at::gelu(x);
+  SteadyAllocatorScope scope;
+  for (int call_idx = 0; call_idx < 3; ++call_idx) EXPECT_TRUE(at::allclose(at::gelu(x), reference));
+}
+
 TEST(SteadyAllocator, FreedBlockComesBackForTheSameSizeAligned) {
   SteadyAllocatorScope scope;
   auto start = steady_allocator_stats();

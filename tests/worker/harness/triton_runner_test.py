@@ -222,6 +222,33 @@ class ReferenceRunnerTest(unittest.TestCase):
             runner.close()
             os.close(arena.fd)
 
+    def test_precompile_compiles_before_the_arena_and_the_first_compiled_run_reuses_it(self):
+        # The torch.compile runner compiles the op on inputs of its own (precompile) while the
+        # reference is computed; the compile baseline's first call on the arena's tensors must
+        # then find that graph (same shapes, dtypes, contiguity, device) instead of compiling.
+        import torch
+
+        if not hasattr(torch, "compile"):
+            self.skipTest(f"torch {torch.__version__} has no torch.compile (PyTorch 2.x: the GPU hosts)")
+        arena = Arena(trials=1, n=4096)
+        runner = Runner(arena, role="reference")
+        try:
+            reply = runner.send({"cmd": "build", "compile": True,
+                                 "source": "def forward(x: Tensor, y: Tensor) -> Tensor:\n    return torch.silu(x) * y\n"})
+            self.assertTrue(reply["ok"], reply)
+            reply = runner.send({"cmd": "precompile", "inputs": [{"shape": [4096], "dtype": "float32"}] * 2})
+            self.assertTrue(reply["ok"], reply)
+            ins, outs = arena.specs(0)
+            ran = runner.send({"cmd": "run", "mode": "compile", "inputs": ins, "outputs": outs,
+                               "input_region": arena.input_region, "arena_bytes": arena.total})
+            self.assertTrue(ran["ok"], ran)
+            self.assertLess(ran["run_ms"], reply["compile_ms"] / 4, "the compiled run compiled again")
+            x, y = arena.values[0]
+            np.testing.assert_allclose(arena.output(0), x / (1 + np.exp(-x)) * y, rtol=1e-5, atol=1e-6)
+        finally:
+            runner.close()
+            os.close(arena.fd)
+
     def test_source_that_is_not_torchscript_is_refused(self):
         arena = Arena(trials=1, n=8)
         runner = Runner(arena, role="reference")

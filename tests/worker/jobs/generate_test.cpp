@@ -6,6 +6,8 @@
 
 #include <signal.h>
 
+#include <cmath>
+
 #include <thread>
 #include <vector>
 
@@ -98,6 +100,20 @@ TEST(GenerateJob, TeacherCandidatesComeInTheGenerationsTarget) {
   EXPECT_NE(note.find("cannot lower this op: aten::tril"), std::string::npos) << note;
 }
 
+TEST(GenerateOptions, ChildPoolCountComesFromTheEnvironment) {
+  unsetenv("KFORGE_CHILD_POOL");
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 2) << "two warm children per kind by default";
+  setenv("KFORGE_CHILD_POOL", "0", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 0) << "0: no pool, children started per op";
+  setenv("KFORGE_CHILD_POOL", "3", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().child_pool, 3);
+  for (const char* bad : {"many", "-1", "2x", "65"}) {
+    setenv("KFORGE_CHILD_POOL", bad, 1);
+    EXPECT_THROW(kforge::jobs::GenerateOptions::from_env(), std::invalid_argument) << bad;
+  }
+  unsetenv("KFORGE_CHILD_POOL");
+}
+
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   KFORGE_REQUIRE_DB();
   if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
@@ -131,6 +147,23 @@ TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   EXPECT_GE(done["candidates"]["total"].get<int>(), 1);
 
   EXPECT_EQ(json::parse(candidates.body)["data"].size(), done["candidates"]["total"].get<size_t>());
+
+  // Where the generation's time went (docs/jobs.md): the serial phases add up to the worker's
+  // total, every checked candidate has its row, and the checker's set-up says what it did.
+  const json& phases = done["result"]["phases_ms"];
+  ASSERT_TRUE(phases.is_object()) << done["result"].dump();
+  const double total = phases["total"].get<double>();
+  EXPECT_GT(total, 0);
+  ASSERT_TRUE(phases["queue_wait"].is_number()) << "POST -> claim, from the job row: " << phases.dump();
+  EXPECT_GE(phases["queue_wait"].get<double>(), 0);
+  EXPECT_LT(std::abs(phases["other"].get<double>()), 0.05 * total + 200) << phases.dump();
+  ASSERT_EQ(phases["candidates"].size(), done["result"]["checked"].get<size_t>());
+  double candidates_ms = 0;
+  for (const auto& candidate : phases["candidates"]) candidates_ms += candidate["total"].get<double>();
+  EXPECT_NEAR(candidates_ms, phases["check"].get<double>(), 0.05 * phases["check"].get<double>() + 50) << phases.dump();
+  EXPECT_GT(phases["setup_detail"]["total"].get<double>(), 0);
+  EXPECT_GE(phases["setup_detail"]["pooled_children"].get<int>(), 1)
+      << "the worker pre-started PoCL children at start (KFORGE_CHILD_POOL): " << phases.dump();
 
   auto board = server.get("/v1/leaderboard/ops");
   ASSERT_EQ(board.status, 200);

@@ -10,8 +10,12 @@
 #       on a GPU, harvest: Inductor's Triton kernels for the op as a candidate (inductor_harvest.py).
 # Both roles time with one protocol (CUDA events, L2 flushed before every run, inputs
 # rotated through verified sets copied in place, outputs of the last run of every set
-# returned for checking). Usage (by the harness): python3 kforge_runner.py --role R
-# [--device cuda|cpu]. Test: ctest -R harness_triton_runner.
+# returned for checking). Started before its op (a ChildPool's, $KFORGE_ATTACH_FD), the
+# first command it needs the arena for follows an "attach", which brings fds 3 and 5 over
+# the attach socket. --warm (pooled runners) pays torch.compile's start-up before ready; a
+# candidate runner on a GPU always compiles a trivial Triton kernel before ready.
+# Usage (by the harness): python3 kforge_runner.py --role R [--device cuda|cpu] [--warm].
+# Test: ctest -R 'harness_(triton_runner|child_pool)'.
 import argparse
 import importlib.util
 import json
@@ -221,6 +225,86 @@ class Runner:
 
             self.guard_cls = ForwardGuard
             self.counter = LaunchCounter().install()
+
+    def attach(self):
+        """A pre-started runner gets its op's arena: the inputs and outputs fds (and the GPU gate,
+        held while page-locking) arrive on the attach socket and become fds 3 and 5, as if the
+        jail had given them at start."""
+        import fcntl
+        import socket
+
+        started = time.perf_counter()
+        sock = socket.socket(fileno=int(os.environ["KFORGE_ATTACH_FD"]))
+        try:
+            _, fds, _, _ = socket.recv_fds(sock, 1, 4)
+        finally:
+            sock.close()
+        if len(fds) < 2:
+            raise RuntimeError("attach: the arena's descriptors did not arrive")
+        os.dup2(fds[0], ARENA_FD)
+        os.dup2(fds[1], ARENA_OUTPUT_FD)
+        os.close(fds[0])
+        os.close(fds[1])
+        gate = fds[2] if len(fds) > 2 else -1
+        try:
+            if gate >= 0:
+                fcntl.flock(gate, fcntl.LOCK_EX)
+            if self.arena.map_given(self.torch) and self.gpu:
+                self.arena.pin(self.torch)
+        finally:
+            if gate >= 0:
+                os.close(gate)  # closing releases the gate for good
+        return {"ok": True, "attached": True, "pinned_inputs": self.arena.pinned, "host_pinning": self.arena.pin_note,
+                "attach_ms": ms_since(started)}
+
+    def warm(self, pooled):
+        """Pays before ready what the first command would pay: on a GPU a candidate runner
+        compiles and loads a trivial Triton kernel (the compiler, the driver's helper module,
+        a common launcher: all in its own private cache, trusted code only); a pooled
+        reference runner starts torch.compile (Dynamo, Inductor, its compile workers) on a
+        pointwise function (no autotuning: no GPU work worth a gate)."""
+        torch = self.torch
+        started = time.perf_counter()
+        what = ""
+        try:
+            if self.role == "candidate" and self.gpu:
+                what = "triton"
+                from warm_kernels import warm_triton
+
+                warm_triton(torch, self.device)
+            elif self.role == "reference" and pooled and hasattr(torch, "compile"):
+                what = "torch.compile"
+                fn = torch.compile(lambda a, b: torch.nn.functional.silu(a) * b + 1.0)
+                a = torch.randn(4096, device=self.device)
+                with torch.no_grad():
+                    fn(a, a)
+                self.sync()
+            else:
+                return {}
+        except Exception as error:  # a warm-up that fails costs its time later, never the runner
+            return {"warm": {"what": what, "error": short_error(error, 300), "ms": ms_since(started)}}
+        return {"warm": {"what": what, "ms": ms_since(started)}}
+
+    def precompile(self, cmd):
+        """torch.compile of the op on inputs of its own (the shapes and dtypes given; no arena
+        needed), so the compile baseline's first call has compiled before its op's arena even
+        exists. Dynamo's guards (shapes, dtypes, contiguity, device) match the arena's tensors."""
+        torch = self.torch
+        if self.compiled is None:
+            raise RuntimeError("precompile needs build with compile: true")
+        start = time.perf_counter()
+        inputs = []
+        for spec in cmd["inputs"]:
+            dtype = DTYPES[spec["dtype"]]
+            if dtype.is_floating_point:
+                inputs.append(torch.randn(spec["shape"], device=self.device).to(dtype))
+            elif dtype == torch.bool:
+                inputs.append(torch.zeros(spec["shape"], dtype=dtype, device=self.device))
+            else:
+                inputs.append(torch.randint(0, 2, spec["shape"], dtype=dtype, device=self.device))
+        self.call(self.compiled, inputs)
+        self.sync()
+        return {"ok": True, "compile_ms": ms_since(start)}
 
     def describe(self):
         torch = self.torch
@@ -625,6 +709,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--role", choices=["candidate", "reference"], required=True)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--warm", action="store_true", help="pre-started ahead of its op: warm up torch.compile")
     args = parser.parse_args()
     # Replies go to the reply pipe (or a private copy of stdout); fd 1 and sys.stdout
     # now lead to stderr.
@@ -650,6 +735,7 @@ def main():
         with gpu_gate():
             runner = Runner(args.role, args.device)
             description = runner.describe()
+        description.update(runner.warm(args.warm))
         reply({"ready": True, "device": description})
     except Exception as error:
         reply({"ready": False, "message": short_error(error)})
@@ -666,6 +752,10 @@ def main():
         try:
             if name == "build":
                 reply(runner.build(cmd))
+            elif name == "attach":
+                reply(runner.attach())
+            elif name == "precompile":
+                reply(runner.precompile(cmd))
             elif name == "run":
                 reply(runner.run(cmd))
             elif name == "time":

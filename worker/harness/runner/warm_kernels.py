@@ -1,0 +1,25 @@
+# A trivial Triton kernel the candidate runner compiles (never launches) before it reports
+# ready on a GPU, so the candidate it then gets pays only its own kernel's compile: Triton's
+# compiler passes and ptxas are loaded, the driver's helper module and the launcher for three
+# fp32 pointers and an int (the teacher's pointwise signature) are built, in the runner's own
+# private cache. Imported by kforge_runner.py (Runner.warm). Test: ctest -R harness_triton_runner.
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kforge_warm_pointwise(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) * tl.load(y + offs, mask=mask), mask=mask)
+
+
+def warm_triton(torch, device):
+    """Compiles the kernel for these argument types and loads it on the device (launcher
+    included) without running it: no GPU work that a timed run elsewhere could notice."""
+    x = torch.ones(1024, dtype=torch.float32, device=device)
+    kernel = kforge_warm_pointwise.warmup(x, x, x, 1024, BLOCK=256, grid=(4,))
+    if hasattr(kernel, "result"):  # an asynchronous compile's future
+        kernel = kernel.result()
+    if hasattr(kernel, "_init_handles"):
+        kernel._init_handles()  # builds the launcher and loads the binary, as a first launch would
