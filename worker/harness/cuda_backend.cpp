@@ -392,14 +392,20 @@ class CudaBackend : public KernelBackend {
     return bound;
   }
 
+  // Queues the plan's kernels in order on the default stream.
+  static void enqueue_kernels(CudaBoundPlan& bound) {
+    const Driver& cu = Driver::get();
+    for (auto& launch : bound.launches)
+      KFORGE_CU_CHECK(cu.cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                                        launch.block[1], launch.block[2], 0, nullptr, launch.params.data(), nullptr));
+  }
+
   TimingSample launch(BoundPlan& plan) override {
     const Driver& cu = Driver::get();
     auto& bound = static_cast<CudaBoundPlan&>(plan);
     auto begin = std::chrono::steady_clock::now();
     KFORGE_CU_CHECK(cu.cuEventRecord(start_, nullptr));
-    for (auto& launch : bound.launches)
-      KFORGE_CU_CHECK(cu.cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
-                                        launch.block[1], launch.block[2], 0, nullptr, launch.params.data(), nullptr));
+    enqueue_kernels(bound);
     KFORGE_CU_CHECK(cu.cuEventRecord(end_, nullptr));
     KFORGE_CU_CHECK(cu.cuEventSynchronize(end_));
     // A kernel fault surfaces here (the context is then unusable: the parent starts a fresh sandbox per candidate).
@@ -423,10 +429,7 @@ class CudaBackend : public KernelBackend {
     for (size_t run = 0; run < plans.size(); ++run) {
       KFORGE_CU_CHECK(cu.cuMemsetD8Async(flush_, 0, static_cast<size_t>(flush_bytes_), nullptr));
       KFORGE_CU_CHECK(cu.cuEventRecord(batch_events_[2 * run], nullptr));
-      for (auto& launch : static_cast<CudaBoundPlan*>(plans[run])->launches)
-        KFORGE_CU_CHECK(cu.cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1], launch.grid[2],
-                                          launch.block[0], launch.block[1], launch.block[2], 0, nullptr,
-                                          launch.params.data(), nullptr));
+      enqueue_kernels(*static_cast<CudaBoundPlan*>(plans[run]));
       KFORGE_CU_CHECK(cu.cuEventRecord(batch_events_[2 * run + 1], nullptr));
     }
     KFORGE_CU_CHECK(cu.cuCtxSynchronize());  // a kernel fault surfaces here

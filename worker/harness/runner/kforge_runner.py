@@ -549,19 +549,20 @@ class Runner:
             return host_ms, lambda: start.elapsed_time(end)
 
         done = []
-        host_ms_per_run = [self.spin_ms / 2 if self.gpu else 0.0]
+        host_ms_per_run = self.spin_ms / 2 if self.gpu else 0.0
 
         def one_run(run_idx):
+            nonlocal host_ms_per_run
             if not done:
                 # One spin ahead of the batch, twice the host's time for the whole batch (at
                 # most 50 ms; the last batch's per-run time, from warm-up on): the host queues
                 # every run of the batch before the GPU reaches the first, so no launch work
                 # (Python, the guard, the launchers) falls inside the events, and the runs
                 # follow each other on the GPU as in do_bench. Unbatched: a spin per run.
-                spin_ms = min(2 * host_ms_per_run[0] * batch, 50.0)
+                spin_ms = min(2 * host_ms_per_run * batch, 50.0)
                 pending = [enqueue(run_idx + k, spin_ms if k == 0 else 0.0) for k in range(batch)]
                 self.sync()
-                host_ms_per_run[0] = max(host for host, _ in pending)
+                host_ms_per_run = max(host for host, _ in pending)
                 done.extend(elapsed() for _, elapsed in pending)
             return done.pop(0)
 
