@@ -326,6 +326,7 @@ class Sandbox {
     protocol.max_contention = cmd.value("max_contention", protocol.max_contention);
     protocol.settle_tolerance = cmd.value("settle_tolerance", protocol.settle_tolerance);
     protocol.min_runs = cmd.value("min_runs", protocol.min_runs);
+    protocol.min_window_seconds = cmd.value("min_window_seconds", protocol.min_window_seconds);
     protocol.touch_runs = std::max(2, rotations);
     // GPUs idle at low clocks and ramp up under load: warm up at least 100 ms there (do_bench: 25 ms).
     protocol.min_warmup_seconds = cmd.value("min_warmup_seconds", gpu ? 0.1 : 0.0);

@@ -76,13 +76,17 @@ TimingRecord run_timing_protocol(const std::function<TimingSample(int run_idx)>&
     Window window;
     probe->start();
     auto begin = clock_type::now();
+    size_t next_spread_check = 10;  // the spread is checked at 10 runs, then every ~10% more (sorting is O(n log n))
     for (int window_run = 0; window_run < protocol.max_runs; ++window_run) {
       TimingSample sample = run(run_idx++);
       window.wall.push_back(sample.wall_ms);
       window.device.push_back(sample.device_ms);
       if (static_cast<int>(window.wall.size()) < protocol.min_runs) continue;
-      if (seconds_since(begin) > protocol.max_seconds) break;
-      if (window.wall.size() >= 10 && timing_iqr(window.wall) <= protocol.target_iqr * timing_median(window.wall)) break;
+      const double window_s = seconds_since(begin);
+      if (window_s > protocol.max_seconds) break;
+      if (window_s < protocol.min_window_seconds || window.wall.size() < next_spread_check) continue;
+      next_spread_check = window.wall.size() + std::max<size_t>(1, window.wall.size() / 10);
+      if (timing_iqr(window.wall) <= protocol.target_iqr * timing_median(window.wall)) break;
     }
     window.others_cores = probe->others_cores();
     ++record.attempts;

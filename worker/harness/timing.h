@@ -16,7 +16,11 @@ struct TimingProtocol {
   double max_seconds = 1.0;       //!< a measurement window stops after this long...
   double target_iqr = 0.02;       //!< ...or once IQR/median is below this (after 10 runs)
   int min_runs = 5;               //!< runs per window at least
-  int max_runs = 2000;            //!< runs per window at most
+  int max_runs = 100000;          //!< runs per window at most
+  //! A window lasts at least this long (unless max_seconds is shorter): the contention meter
+  //! counts /proc/stat's clock ticks (10 ms per CPU), and over a few milliseconds two busy
+  //! processes can read as none (docs/harness.md, "Contention").
+  double min_window_seconds = 0.2;
   int touch_runs = 2;             //!< warm-up runs at least (the kernel side: every rotation set once)
   double settle_tolerance = 0.05; //!< warm-up ends when two consecutive block medians agree within this
   double max_warmup_fraction = 0.5;  //!< warm-up stops after this fraction of max_seconds regardless

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -34,6 +35,30 @@ struct ScriptedProbe {
   }
 };
 
+// Scripted runs take no time: a window of min_window_seconds would hold thousands of them.
+TimingProtocol scripted_protocol() {
+  TimingProtocol protocol;
+  protocol.min_window_seconds = 0;
+  return protocol;
+}
+
+// A spinning child process, killed when this goes out of scope.
+struct Burner {
+  pid_t pid = fork();
+  Burner() {
+    if (pid == 0) {
+      volatile unsigned long spin = 0;
+      while (true) ++spin;
+    }
+  }
+  ~Burner() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
 }  // namespace
 
 TEST(TimingProtocol, WarmUpRunsUntilTheTimingsSettleNotAFixedCount) {
@@ -41,7 +66,7 @@ TEST(TimingProtocol, WarmUpRunsUntilTheTimingsSettleNotAFixedCount) {
   // a fixed warm-up of two runs would leave the window starting at ~4 ms.
   ScriptedProbe quiet{{0.0}};
   auto probe = quiet.probe();
-  TimingProtocol protocol;
+  TimingProtocol protocol = scripted_protocol();
   protocol.target_iqr = 0;  // a full window (until max_runs) so its median reflects where it started
   protocol.max_runs = 30;
   auto record = run_timing_protocol([](int run_idx) { return wall(2.0 + 3.0 * std::exp(-run_idx / 6.0)); },
@@ -75,7 +100,7 @@ TEST(TimingProtocol, DisturbedWindowIsRetriedAndTheQuietOneKept) {
   // The kept window is the quiet one, never the fastest one.
   ScriptedProbe busy_then_quiet{{1.5, 0.05}};
   auto probe = busy_then_quiet.probe();
-  TimingProtocol protocol;
+  TimingProtocol protocol = scripted_protocol();
   auto record = run_timing_protocol(
       [](int run_idx) {
         // Settled warm-up is 2 blocks of 3 (6 runs) at 3 ms; window 1 (10 runs) 1 ms; then 3 ms.
@@ -95,12 +120,34 @@ TEST(TimingProtocol, DisturbedWindowIsRetriedAndTheQuietOneKept) {
 TEST(TimingProtocol, AlwaysBusyMachineIsReportedDisturbedAfterAllAttempts) {
   ScriptedProbe busy{{1.2, 0.9, 1.4}};
   auto probe = busy.probe();
-  TimingProtocol protocol;
+  TimingProtocol protocol = scripted_protocol();
   protocol.attempts = 3;
   auto record = run_timing_protocol([](int) { return wall(2.0); }, protocol, 3, &probe);
   EXPECT_EQ(record.attempts, 3);
   EXPECT_TRUE(record.disturbed);
   EXPECT_DOUBLE_EQ(record.others_cores, 0.9) << "keeps the least disturbed window";
+}
+
+TEST(TimingProtocol, WindowLastsLongEnoughForTheMeterToSeeABusyMachine) {
+  // Two spinning processes beside 0.5 ms runs. The spread is under 2% after 10 runs, so
+  // without a minimum length a window lasts ~5 ms: half a clock tick, over which
+  // /proc/stat can show no one else busy (a CI run answered "reliable" under two burners).
+  Burner first, second;
+  ASSERT_GT(first.pid, 0);
+  ASSERT_GT(second.pid, 0);
+  auto spin_run = [](int) {
+    auto begin = std::chrono::steady_clock::now();
+    volatile unsigned long spin = 0;
+    while (std::chrono::steady_clock::now() - begin < std::chrono::microseconds(500)) ++spin;
+    return wall(0.5);
+  };
+  TimingProtocol protocol;
+  for (int repeat = 0; repeat < 8; ++repeat) {
+    auto record = run_timing_protocol(spin_run, protocol);
+    ASSERT_GE(record.others_cores, 0) << "/proc/stat unreadable";
+    EXPECT_TRUE(record.disturbed) << "repeat " << repeat << ": others used " << record.others_cores << " cores";
+    EXPECT_GE(record.runs, 100) << "0.2 s of 0.5 ms runs, even when descheduled; not 10 runs until the spread was small";
+  }
 }
 
 TEST(TimingProtocol, MedianAndIqrFollowTheHarnessConvention) {
