@@ -206,7 +206,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       return proposal;
     }
     if (proposal.model_files) {
-      proposal.programs = policy_candidates(spec, proposal.model_files->dir, args.model_id, args.samples, args.seed);
+      // The teacher's first schedules go first (a verified answer early), then the model's
+      // samples: the result's best_generator says which won.
+      proposal.programs = teacher_candidates(spec, std::min(args.samples, kTeacherBesideModel), &proposal.note,
+                                             args.target);
+      for (auto& sample : policy_candidates(spec, proposal.model_files->dir, args.model_id, args.samples, args.seed,
+                                            args.target))
+        proposal.programs.push_back(std::move(sample));
     } else {
       proposal.note = "model '" + args.model +
                       "' has no trained version on this worker; candidates come from the teacher compiler";
@@ -451,11 +457,12 @@ std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int c
 }
 
 std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
-                                                int64_t model_id, int count, uint64_t seed) {
+                                                int64_t model_id, int count, uint64_t seed, const std::string& target) {
   auto policy = train::ModelPolicy::from_dir(model_dir, {}, /*trainable=*/false);
   train::PromptOp prompt_op;
   prompt_op.name = spec.name;
   prompt_op.source = spec.source;
+  prompt_op.target = target;
   for (const auto& input : spec.inputs) prompt_op.inputs.push_back({input.name, spec::dtype_name(input.dtype), input.shape});
   std::string prompt = train::render_prompt(prompt_op, train::PromptStyle::kforge_tiny);
   train::SamplingConfig sampling;

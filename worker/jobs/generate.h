@@ -64,9 +64,14 @@ std::vector<CandidateProgram> teacher_candidates(const spec::OpSpec& spec, int c
                                                  const std::string& target = "opencl");
 
 //! `count` samples from the HF model directory `model_dir` with the kforge-tiny
-//! prompt template. Throws std::runtime_error when the directory cannot be loaded.
+//! prompt template for `target`. Throws std::runtime_error when the directory cannot be loaded.
 std::vector<CandidateProgram> policy_candidates(const spec::OpSpec& spec, const std::string& model_dir,
-                                                int64_t model_id, int count, uint64_t seed);
+                                                int64_t model_id, int count, uint64_t seed,
+                                                const std::string& target = "opencl");
+
+//! With a trained model, a generation also checks this many of the teacher's first
+//! schedules (before the model's samples), so the answer is never worse than the teacher's.
+inline constexpr int kTeacherBesideModel = 2;
 
 //! Registers the `generate` kind; each run opens its own connection to `database_url`
 //! and finds model files as `fetch` says (model_files.h). The worker's children come from one

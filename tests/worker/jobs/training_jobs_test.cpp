@@ -366,7 +366,8 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   EXPECT_EQ(board[0]["suite"], "builtin:train");
   EXPECT_DOUBLE_EQ(board[0]["metrics"]["fast_0"].get<double>(), 1.0);
 
-  // A generation of that op with the trained model: candidates come from the policy.
+  // A generation of that op with the trained model: the teacher's first two schedules, then
+  // the model's three samples.
   json op = json::parse(std::ifstream(kforge::test::source_path("suite/level1/abs.json")));
   for (const char* suite_field : {"split", "level", "category"}) op.erase(suite_field);
   json generation_request = {{"op", op}, {"samples", 3}, {"model", "kforge-micro"}, {"time_budget_s", 300}};
@@ -378,10 +379,22 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   worker.wait_for(30s);
   ASSERT_EQ(generation.value("status", ""), "succeeded") << generation.dump(2);
   EXPECT_EQ(generation["result"]["generator"], "policy") << generation.dump(2);
+  EXPECT_EQ(generation["result"]["proposed_by_generator"], (json{{"teacher", 2}, {"policy", 3}})) << generation.dump(2);
+  const json& best_generator = generation["result"]["best_generator"];
+  if (!best_generator.is_null()) EXPECT_TRUE(best_generator == "teacher" || best_generator == "policy");
   // The trained model's kernels are correct. Whether one is ranked `best` depends on its
   // timing: on a loaded machine a correct kernel can time > 10x eager and be flagged
   // suspicious (kept, never ranked), which made this assertion flaky in CI.
-  EXPECT_GE(generation["result"]["by_outcome"].value("correct", 0), 1) << generation.dump(2);
+  int policy_correct = 0;
+  auto generation_candidates =
+      collect(server, "/v1/generations/" + std::to_string(generation["id"].get<int64_t>()) + "/candidates");
+  ASSERT_EQ(generation_candidates.size(), 5u);
+  for (const auto& candidate : generation_candidates) {
+    const bool from_model = candidate["details"].value("generator", "") == "policy";
+    EXPECT_EQ(candidate["model_id"].is_null(), !from_model) << "a model's sample names its version: " << candidate.dump();
+    if (from_model && candidate["outcome"] == "correct") ++policy_correct;
+  }
+  EXPECT_GE(policy_correct, 1) << "the memorised op: the model's own samples are correct";
   if (!generation["best"].is_null()) EXPECT_EQ(generation["best"]["outcome"], "correct");
   EXPECT_EQ(generation["model_id"], sft["model_id"]);
 }
