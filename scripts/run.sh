@@ -5,7 +5,8 @@
 # the reason logged to $KFORGE_DATA_DIR/log/run.log; PostgreSQL is never stopped
 # because a child died (and is started again if it stops). Ctrl-C stops server and
 # worker, then PostgreSQL; data stays for the next run. Children's pids are in
-# $KFORGE_DATA_DIR/run/. Usage: scripts/run.sh BUILD_DIR (called by `make run`).
+# $KFORGE_DATA_DIR/run/. Models shipped under models/ (or $KFORGE_MODELS_DIR) are
+# registered on first start. Usage: scripts/run.sh BUILD_DIR (called by `make run`).
 # Test: ctest -R scripts_run_test.
 set -euo pipefail
 build_dir=$(cd "${1:-build}" && pwd)
@@ -94,6 +95,12 @@ trap stop_all INT TERM EXIT
 "$build_dir/bin/kforge-server" migrate >/dev/null
 # A fresh admin token for local use (only its sha256 is stored).
 admin_token=$("$build_dir/bin/kforge-server" token create --scope admin --name "make run" 2>/dev/null)
+# The models that ship with kforge (models/<name>/) become version 1 of <name> on first
+# start; a name that has a version (even archived) is left alone.
+models_dir=${KFORGE_MODELS_DIR:-$root/models}
+shipped=$("$build_dir/bin/kforge-server" models ship "$models_dir" 2>>"$runlog") || say "models ship failed (see $runlog)"
+shipped=$(echo "$shipped" | paste -sd ';' -)
+[ -n "$shipped" ] && say "models: $shipped"
 supervise kforge-server "$KFORGE_DATA_DIR/log/server.log" \
   "$build_dir/bin/kforge-server" --port "$port" --web-dir "$root/web" &
 pids+=($!)
@@ -113,6 +120,7 @@ kforge is running
   web UI and API  http://127.0.0.1:$port/    (try: curl http://127.0.0.1:$port/v1/health)
   database        $KFORGE_DATABASE_URL
   logs            $KFORGE_DATA_DIR/log/  (restarts: run.log)
+  models          ${shipped:-none shipped in $models_dir: generations use the teacher compiler}
   admin token     $admin_token
                   (export KFORGE_TOKEN=$admin_token; build/bin/kforge --help)
 Press Ctrl-C to stop.

@@ -3,6 +3,7 @@
 //   kforge-server [--port 8080]        serve
 //   kforge-server migrate              apply migrations and exit
 //   kforge-server token create --scope submit [--name NAME]   print a new API token
+//   kforge-server models ship DIR      register the models shipped in DIR (first start of make run)
 // Run: make run. Test: ctest -R 'server_system_test|api_core_test' (this binary over HTTP).
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,6 +16,7 @@
 #include "api/auth.h"
 #include "api/context.h"
 #include "api/executor.h"
+#include "api/model_dir.h"
 #include "api/metrics.h"
 #include "api/router.h"
 #include "api/routes/routes.h"
@@ -95,6 +97,25 @@ int token_command(const std::vector<std::string>& args, const kforge::Flags& fla
   }
 }
 
+// `kforge-server models ship DIR`: every model directory under DIR becomes version 1 of
+// its name unless that name has a version already (api/model_dir.h); one line per directory.
+int models_command(const std::vector<std::string>& args, const std::string& url) {
+  if (args.size() != 3 || args[1] != "ship") {
+    std::cerr << "kforge-server: usage: kforge-server models ship DIR\n";
+    return 2;
+  }
+  try {
+    auto conn = kforge::db::connect(url);
+    kforge::db::migrate(*conn);
+    for (const auto& shipped : kforge::api::ship_models(*conn, args[2]))
+      std::cout << shipped.action << " " << shipped.name << ": " << shipped.detail << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge-server models ship: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 // Slow or idle clients each hold a descriptor (cpprestsdk has no read timeout on
 // Linux), so allow as many as the hard limit permits.
 void raise_fd_limit() {
@@ -132,7 +153,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags.help_requested()) {
-    std::cout << flags.usage("kforge-server [migrate]", "kforge REST API server " KFORGE_VERSION);
+    std::cout << flags.usage("kforge-server [migrate | token create ... | models ship DIR]", "kforge REST API server " KFORGE_VERSION);
     return 0;
   }
   kforge::log_set_level(flags.get("log-level"));
@@ -154,6 +175,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!args.empty() && args[0] == "token") return token_command(args, flags, url);
+  if (!args.empty() && args[0] == "models") return models_command(args, url);
   if (!args.empty()) {
     std::cerr << "kforge-server: unknown command '" << args[0] << "' (see --help)\n";
     return 2;

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "api/handler_util.h"
+#include "api/model_dir.h"
 #include "common/sha256.h"
 #include "db/models.h"
 
@@ -83,27 +84,7 @@ HttpResponse register_model(ApiContext& ctx, HttpRequest& req) {
       auto latest = db::model_find(conn, model.name, 0, /*include_archived=*/true);
       model.version = latest ? latest->version + 1 : 1;
     }
-    json files = json::array();
-    std::vector<fs::path> paths;
-    for (const auto& entry : fs::directory_iterator(model.path, ec)) {
-      if (entry.is_regular_file()) paths.push_back(entry.path());
-    }
-    std::sort(paths.begin(), paths.end());
-    for (const auto& path : paths) {
-      auto digest = file_sha256_hex(path.string());
-      if (!digest) return problem(ErrorKind::unprocessable, "cannot read " + path.string(), {{"path", "unreadable file"}});
-      files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path, ec)}, {"sha256", *digest}});
-    }
-    model.files_json = files.dump();
-    if (model.config_json == "{}") {
-      std::ifstream config(fs::path(model.path) / "config.json");
-      if (config) {
-        try {
-          model.config_json = json::parse(config).dump();
-        } catch (const json::exception&) {
-        }
-      }
-    }
+    if (auto error = describe_model_dir(model)) return problem(ErrorKind::unprocessable, *error, {{"path", "unreadable file"}});
     try {
       return json_response(201, model_json(db::model_insert(conn, model)));
     } catch (const pqxx::unique_violation&) {

@@ -1,6 +1,7 @@
 // `make run` supervision (scripts/run.sh, issue 18): with its own embedded PostgreSQL in
 // a temp data dir and a free port, a SIGKILLed server or worker is restarted with the
-// reason in run.log while PostgreSQL stays up, and SIGTERM stops everything.
+// reason in run.log while PostgreSQL stays up, and SIGTERM stops everything. A model
+// shipped under KFORGE_MODELS_DIR is registered on first start and named in the banner.
 // Run: scripts/test.sh build -R scripts_run_test
 #include <gtest/gtest.h>
 
@@ -42,10 +43,14 @@ TEST(RunScript, RestartsWhatDiesAndKeepsPostgres) {
   int port = kforge::test::free_port();
   std::string bin_dir = kforge::test::bin_path("");
   std::string build_dir = std::filesystem::path(bin_dir).parent_path().parent_path().string();
+  // A shipped model (models/<name>/ in a checkout): registered on first start.
+  std::filesystem::create_directories(data + "/models/kforge-shipped");
+  std::ofstream(data + "/models/kforge-shipped/config.json") << R"({"model_type": "qwen2"})";
   auto run = kforge::Subprocess::spawn(
       {"bash", kforge::test::source_path("scripts/run.sh"), build_dir},
       {"KFORGE_DATA_DIR=" + data, "KFORGE_PORT=" + std::to_string(port), "KFORGE_PG_FAST=1",
-       "KFORGE_PG_PORT=" + std::to_string(kforge::test::free_port()), "KFORGE_DATABASE_URL="},
+       "KFORGE_PG_PORT=" + std::to_string(kforge::test::free_port()), "KFORGE_DATABASE_URL=",
+       "KFORGE_MODELS_DIR=" + data + "/models"},
       data + "/run.out");
   // Whatever happens below, stop run.sh with TERM (a SIGKILL would leave its children running).
   struct StopRun {
@@ -59,6 +64,11 @@ TEST(RunScript, RestartsWhatDiesAndKeepsPostgres) {
   } stop_run{run};
   ASSERT_TRUE(kforge::test::wait_for_status(port, "/v1/ready", 200, 120s)) << read_file(data + "/run.out");
   std::string pids = data + "/run/";
+  auto models = kforge::test::http_request(port, "GET", "/v1/models", "", {}, 5);
+  EXPECT_NE(models.body.find("\"kforge-shipped@1\""), std::string::npos) << models.body;
+  EXPECT_TRUE(kforge::test::wait_until([&] { return read_file(data + "/run.out").find("kforge is running") != std::string::npos; }, 30s));
+  EXPECT_NE(read_file(data + "/run.out").find("registered kforge-shipped: kforge-shipped@1"), std::string::npos)
+      << "the banner says which model shipped: " << read_file(data + "/run.out");
 
   for (std::string child : {"kforge-server", "kforge-worker"}) {
     int before = read_pid(pids + child + ".pid");

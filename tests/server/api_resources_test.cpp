@@ -1,7 +1,8 @@
 // Every v1 resource over real HTTP against the real server: ops, generations
 // (candidates written as a worker would, best kernel, cancel while queued and
 // while running), training jobs (defaults echoed, metrics, events), evaluations,
-// KernelBench problems as ops, models (files streamed with sha256, archived by an admin), op deletion, leaderboards
+// KernelBench problems as ops, models (files streamed with sha256, archived by an admin, shipped
+// models registered by `kforge-server models ship`), op deletion, leaderboards
 // (keyset pagination), workers, jobs. Every response is checked against /v1/openapi.json by the fixture.
 // Run: scripts/test.sh build -R api_resources
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "db/workers.h"
 #include "common/subprocess.h"
 #include "tests/server/api_fixture.h"
+#include "tests/support/processes.h"
 
 using kforge::test::ApiServer;
 using nlohmann::json;
@@ -441,6 +443,55 @@ TEST(ApiResources, AdminDeletesOpsAndArchivesModelVersions) {
   ASSERT_EQ(by_name.status, 202) << by_name.body;
   EXPECT_EQ(server.del("/v1/models/987654", server.admin).status, 404);
   std::filesystem::remove_all(dir);
+}
+
+// `kforge-server models ship DIR` (what `make run` calls on start): each model directory
+// becomes version 1 of its name with its files hashed and its provenance's evaluation as
+// metrics; a second start changes nothing; a name with any version, even archived, is left
+// alone; a directory without config.json is skipped with the reason.
+TEST(ModelsShip, RegistersEachShippedModelOnceAndRespectsArchives) {
+  KFORGE_REQUIRE_DB();
+  ApiServer server;
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge-ship-" + std::to_string(server.port));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "kforge-shipped");
+  fs::create_directories(dir / "notes");
+  std::ofstream(dir / "kforge-shipped" / "config.json") << R"({"model_type": "qwen2", "hidden_size": 8})";
+  std::ofstream(dir / "kforge-shipped" / "model.safetensors") << "weights";
+  std::ofstream(dir / "kforge-shipped" / "provenance.json") << R"({"evaluation": {"pass_at_1": 0.25}, "steps": 3})";
+  std::ofstream(dir / "notes" / "README.md") << "not a model";
+  auto ship = [&] {
+    auto [code, output] = kforge::run_command({kforge::test::bin_path("kforge-server"), "--database-url",
+                                               server.database.url(), "models", "ship", dir.string()});
+    EXPECT_EQ(code, 0) << output;
+    return output;
+  };
+  std::string first = ship();
+  EXPECT_NE(first.find("registered kforge-shipped: kforge-shipped@1"), std::string::npos) << first;
+  EXPECT_NE(first.find("skipped notes: no config.json"), std::string::npos) << first;
+
+  auto shipped = collect(server, "/v1/models", 10);
+  ASSERT_EQ(shipped.size(), 1u);
+  EXPECT_EQ(shipped[0]["model"], "kforge-shipped@1");
+  EXPECT_EQ(shipped[0]["config"]["hidden_size"], 8);
+  EXPECT_DOUBLE_EQ(shipped[0]["metrics"]["pass_at_1"].get<double>(), 0.25);
+  std::set<std::string> names;
+  for (const auto& file : shipped[0]["files"]) names.insert(file["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"config.json", "model.safetensors", "provenance.json"}));
+  auto weights = server.get("/v1/models/" + std::to_string(shipped[0]["id"].get<int64_t>()) + "/files/model.safetensors",
+                            server.submit);
+  EXPECT_EQ(weights.body, "weights");
+
+  std::string second = ship();
+  EXPECT_NE(second.find("kept kforge-shipped: kforge-shipped@1 (ready)"), std::string::npos) << second;
+  EXPECT_EQ(collect(server, "/v1/models", 10).size(), 1u) << "a second start registers nothing";
+
+  ASSERT_EQ(server.del("/v1/models/" + std::to_string(shipped[0]["id"].get<int64_t>()), server.admin).status, 200);
+  std::string third = ship();
+  EXPECT_NE(third.find("kept kforge-shipped: kforge-shipped@1 (archived)"), std::string::npos) << third;
+  EXPECT_EQ(collect(server, "/v1/models", 10).size(), 1u) << "an archived shipped model stays archived";
+  fs::remove_all(dir);
 }
 
 TEST(ApiResources, ErrorPathsOfEveryResource) {
