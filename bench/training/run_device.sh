@@ -1,30 +1,67 @@
 #!/usr/bin/env bash
-# The GPU-scale training run (issue #8) on a device machine with an NVIDIA GPU and PoCL
-# on its CPU cores: kforge-tiny SFT and GRPO on the GPU, every check through the real
-# harness on PoCL. One stage per call, because a device command is limited to 10 min:
-#   bash bench/training/run_device.sh build|restore|data|sft|eval-sft|grpo|eval-grpo
-# (restore: unpack .devcarry/train_state.tgz, a dataset + SFT checkpoint from an earlier
-# machine, instead of running data and sft again).
-# State lives in build-dev/ and var/dev/ (ignored, kept while the machine stays warm);
-# each stage copies its results to $OUT. Knobs (environment): see the defaults below.
+# The GPU-scale training runs (issues #8 and #17) on a device machine with an NVIDIA GPU and
+# PoCL on its CPU cores: SFT, GRPO and expert iteration (rft) on the GPU, every check through
+# the real harness on PoCL. One or more stages per call (a device command is limited to 10 min):
+#   bash bench/training/run_device.sh STAGE...
+#   stages: build restore data sft eval-sft grpo eval-grpo rft eval-rft ship pack
+# (restore: unpack .devcarry/train_state.tgz, the state `pack` wrote on an earlier machine:
+# dataset, SFT checkpoint and whatever GRPO/rft runs finished, instead of running them again).
+# GRPO and its evaluation are per seed: SEED=1 bash run_device.sh grpo eval-grpo writes
+# grpo_s1/ and eval_grpo_s1.json. rft draws as many samples as one GRPO run (RFT_OPS ops x
+# GROUP samples x RFT_ROUNDS = GRPO_STEPS x TASKS_PER_STEP x GROUP by default).
+# `ship` writes the model with the best held-out correct rate, bf16, with its provenance, to
+# $OUT/models/kforge-tiny (copy it to models/ in the checkout: models/README.md).
+# State lives in build-dev/ and var/dev/ (ignored, kept while the machine stays warm); each
+# stage copies its results to $OUT. Summary: bench/training/summarize_device.py.
+# Knobs (environment): see the defaults below. A CPU smoke run of every stage (minutes, 2 cores):
+#   WORK=var/smoke DEVICE=cpu BIN=build/bin/kforge-train PRESET=kforge-micro SYNTH=8 DATA_LIMIT_OPS=6 \
+#   SFT_STEPS=10 SFT_BATCH=4 EVAL_SAMPLES=2 EVAL_LIMIT_OPS=2 GRPO_STEPS=2 GROUP=2 TASKS_PER_STEP=2 \
+#   GRPO_LIMIT_OPS=4 CURRICULUM_EVERY=1 CURRICULUM_SAMPLES=1 RFT_ROUNDS=1 RFT_STEPS=2 RL_OPS=4 MAX_NEW_TOKENS=64 \
+#   THREADS=2 OUT=var/smoke/out bash bench/training/run_device.sh data sft eval-sft grpo eval-grpo rft eval-rft ship pack
 set -euo pipefail
-stage=${1:?usage: run_device.sh build|restore|data|sft|eval-sft|grpo|eval-grpo}
+[ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship pack)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-/tmp/kforge_out}
-work=var/dev
-bin=build-dev/bin/kforge-train
+work=${WORK:-var/dev}
+bin=${BIN:-build-dev/bin/kforge-train}
+DEVICE=${DEVICE:-cuda}  # DEVICE=cpu BIN=build/bin/kforge-train: a small smoke run on a CPU machine
 mkdir -p "$OUT" "$work"
 THREADS=${THREADS:-$(nproc)}
 SYNTH=${SYNTH:-1200}
 VARIANTS=${VARIANTS:-4}
 SYNTH_VARIANTS=${SYNTH_VARIANTS:-2}
+PRESET=${PRESET:-kforge-tiny}
+PRECISION=${PRECISION:-bf16}
 SFT_STEPS=${SFT_STEPS:-2000}
-GRPO_STEPS=${GRPO_STEPS:-40}
+SEED=${SEED:-0}
+GRPO_STEPS=${GRPO_STEPS:-30}
+GROUP=${GROUP:-8}
+TASKS_PER_STEP=${TASKS_PER_STEP:-8}
+RFT_ROUNDS=${RFT_ROUNDS:-2}
+RFT_OPS=${RFT_OPS:-$((GRPO_STEPS * TASKS_PER_STEP / RFT_ROUNDS))}
 EVAL_SAMPLES=${EVAL_SAMPLES:-8}
 SAMPLE="--temperature ${TEMPERATURE:-0.7} --top-p 0.95 --max-new-tokens ${MAX_NEW_TOKENS:-768}"
 log() { echo "[$(date +%T)] $*" | tee -a "$work/stages.log"; }
+# The tasks GRPO and rft train on: the suite's train split plus RL_OPS fresh synthetic ops
+# that SFT never saw (another seed, sources of the SFT synthetic set excluded), so the policy
+# meets ops it has not memorised and its failures carry signal. Never the held-out split.
+rl_suite() {
+  [ -d "$work/rl_suite" ] && return 0
+  rm -rf "$work/rl" && mkdir -p "$work/rl_suite"
+  python3 tools/synth_ops.py --out "$work/rl" --count "${RL_OPS:-200}" --seed 1 --exclude "$work/synth" > "$work/rl.json"
+  cp -r suite/level1 suite/level2 "$work/rl/level9" "$work/rl_suite/"
+}
+model_of() {
+  case "$1" in
+  sft) echo "$work/sft/checkpoint-$SFT_STEPS" ;;
+  grpo) echo "$work/grpo_s$SEED/final" ;;
+  rft) echo "$work/rft/final" ;;
+  esac
+}
+label_of() { [ "$1" = grpo ] && echo "grpo_s$SEED" || echo "$1"; }
 
+for stage in "$@"; do
 case "$stage" in
 build)
   torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
@@ -41,7 +78,7 @@ build)
   log "build done"
   ;;
 restore)
-  tar xzf .devcarry/train_state.tgz -C "$work"
+  tar xzf "${STATE:-.devcarry/train_state.tgz}" -C "$work"
   log "restored: $(wc -l < "$work/dataset.jsonl") pairs, $(ls -d "$work"/sft/checkpoint-* | tr '\n' ' ')"
   ;;
 data)
@@ -50,12 +87,12 @@ data)
   python3 tools/synth_ops.py --out "$work/synth" --count "$SYNTH" --seed 0 > "$work/synth.json"
   check="--no-time --trials 1 --max-check-elements 65536 --log-level error"
   for shard in $(seq 0 $((THREADS - 1))); do
-    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite suite --variants "$VARIANTS" $check --shard "$shard/$THREADS" \
+    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite suite --variants "$VARIANTS" $check ${DATA_LIMIT_OPS:+--limit-ops $DATA_LIMIT_OPS} --shard "$shard/$THREADS" \
       --out "$work/ds_suite.$shard.jsonl" > "$work/ds_suite.$shard.json" 2>/dev/null &
   done
   wait
   for shard in $(seq 0 $((THREADS - 1))); do
-    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite "$work/synth" --variants "$SYNTH_VARIANTS" $check --shard "$shard/$THREADS" \
+    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite "$work/synth" --variants "$SYNTH_VARIANTS" $check ${DATA_LIMIT_OPS:+--limit-ops $DATA_LIMIT_OPS} --shard "$shard/$THREADS" \
       --out "$work/ds_synth.$shard.jsonl" > "$work/ds_synth.$shard.json" 2>/dev/null &
   done
   wait
@@ -76,39 +113,68 @@ EOF
 sft)
   # Resumes from the newest checkpoint: when the call's time runs out, run the stage again.
   rc=0
-  timeout "${SFT_TIMEOUT:-540}" "$bin" sft --data "$work/dataset.jsonl" --out-dir "$work/sft" --preset kforge-tiny --vocab-size 4096 \
+  timeout "${SFT_TIMEOUT:-540}" "$bin" sft --data "$work/dataset.jsonl" --out-dir "$work/sft" --preset "$PRESET" --precision "$PRECISION" --vocab-size 4096 \
     --steps "$SFT_STEPS" --batch ${SFT_BATCH:-32} --micro-batch ${SFT_BATCH:-32} --max-tokens 1024 --lr ${SFT_LR:-1e-3} \
-    --warmup 100 --eval-every 100 --checkpoint-every 500 --seed 0 --device cuda > "$work/sft.json" || rc=$?
+    --warmup 100 --eval-every 100 --checkpoint-every 500 --seed 0 --device "$DEVICE" > "$work/sft.json" || rc=$?
   cp "$work/sft/metrics.jsonl" "$OUT/sft_metrics.jsonl"
   [ "$rc" = 0 ] || { log "sft stopped (rc $rc) at $(wc -l < "$work/sft/metrics.jsonl") metric lines; run the stage again to resume"; exit "$rc"; }
   cp "$work/sft.json" "$OUT/"
   log "sft done"
   ;;
-eval-sft|eval-grpo)
+eval-sft|eval-grpo|eval-rft)
   which=${stage#eval-}
-  model=$([ "$which" = sft ] && echo "$work/sft/checkpoint-$SFT_STEPS" || echo "$work/grpo/final")
-  "$bin" eval --suite suite --model "$model" --split heldout --samples "$EVAL_SAMPLES" --k "$EVAL_SAMPLES" \
-    --trials 3 --time-budget-s 0.3 --serial-timing --check-threads "$THREADS" $SAMPLE --seed 1 --device cuda \
-    --out "$work/eval_$which.json" --samples-out "$work/samples_$which.jsonl" > /dev/null
-  cp "$work/eval_$which.json" "$work/samples_$which.jsonl" "$OUT/"
-  python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print({k:v for k,v in d.items() if k!='per_op'})" "$work/eval_$which.json"
-  log "eval $which done"
+  label=$(label_of "$which")
+  "$bin" eval --suite suite --model "$(model_of "$which")" --split heldout --samples "$EVAL_SAMPLES" --k "$EVAL_SAMPLES" \
+    --trials 3 --time-budget-s 0.3 --serial-timing --check-threads "$THREADS" $SAMPLE --seed 1 --device "$DEVICE" \
+    --precision "$PRECISION" ${EVAL_LIMIT_OPS:+--limit-ops $EVAL_LIMIT_OPS} --out "$work/eval_$label.json" --samples-out "$work/samples_$label.jsonl" > /dev/null
+  cp "$work/eval_$label.json" "$work/samples_$label.jsonl" "$OUT/"
+  python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print({k:v for k,v in d.items() if k!='per_op'})" "$work/eval_$label.json"
+  log "eval $label done"
   ;;
 grpo)
-  # GRPO tasks: the suite's train split plus RL_OPS fresh synthetic ops that SFT never saw
-  # (another seed, sources of the SFT synthetic set excluded), so the policy meets ops it
-  # has not memorised and its failures carry signal. Never the held-out split.
-  rm -rf "$work/grpo_suite" "$work/rl" && mkdir -p "$work/grpo_suite"
-  python3 tools/synth_ops.py --out "$work/rl" --count "${RL_OPS:-800}" --seed 1 --exclude "$work/synth" \
-    > "$work/rl.json"
-  cp -r suite/level1 suite/level2 "$work/rl/level9" "$work/grpo_suite/"
-  "$bin" grpo --suite "$work/grpo_suite" --model "$work/sft/checkpoint-$SFT_STEPS" --out-dir "$work/grpo" \
-    --steps "$GRPO_STEPS" --group ${GROUP:-8} --tasks-per-step ${TASKS_PER_STEP:-8} --micro-batch 16 \
-    --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-0} --check-threads "$THREADS" --trials 1 \
-    --max-check-elements 262144 --time-budget-s 0.05 --temperature "${GRPO_TEMPERATURE:-1.0}" --top-p 1.0 \
-    --max-new-tokens "${MAX_NEW_TOKENS:-768}" --seed 0 --device cuda > "$work/grpo.json"
-  cp "$work/grpo.json" "$OUT/"; cp "$work/grpo/metrics.jsonl" "$OUT/grpo_metrics.jsonl"
-  log "grpo done"
+  # Issue 17's recipe: leave-one-out advantages, the speed bonus ranked among correct
+  # samples only, a small KL to the SFT model, and a pass@1 curriculum (tasks with
+  # 0 < pass@1 < 1, refreshed every CURRICULUM_EVERY steps). kforge-train grpo does not resume:
+  # the run must fit one call. Budget on an H100 + 16 PoCL cores (run3): ~11.5 s a step at
+  # 8 tasks x G 8, and a refresh samples ~320 tasks x 4 (~90 s): 30 steps with 2 refreshes.
+  rl_suite
+  rc=0
+  timeout "${GRPO_TIMEOUT:-540}" "$bin" grpo --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
+    --steps "$GRPO_STEPS" ${GRPO_LIMIT_OPS:+--limit-ops $GRPO_LIMIT_OPS} --group "$GROUP" --tasks-per-step "$TASKS_PER_STEP" --micro-batch 16 \
+    --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-1e-3} --advantage ${ADVANTAGE:-leave_one_out} \
+    --speed-bonus among_correct --recheck ${RECHECK:-4} --curriculum-every ${CURRICULUM_EVERY:-15} \
+    --curriculum-samples ${CURRICULUM_SAMPLES:-4} --checkpoint-every ${CHECKPOINT_EVERY:-10} \
+    --check-threads "$THREADS" --trials 1 --max-check-elements 262144 --time-budget-s 0.05 \
+    --temperature "${GRPO_TEMPERATURE:-1.0}" --top-p 1.0 --max-new-tokens "${MAX_NEW_TOKENS:-768}" \
+    --precision "$PRECISION" --seed "$SEED" --device "$DEVICE" > "$work/grpo_s$SEED.json" || rc=$?
+  cp "$work/grpo_s$SEED/metrics.jsonl" "$OUT/grpo_s${SEED}_metrics.jsonl" 2>/dev/null || true
+  [ "$rc" = 0 ] || { log "grpo seed $SEED stopped (rc $rc); run the stage again to resume"; exit "$rc"; }
+  cp "$work/grpo_s$SEED.json" "$OUT/"
+  log "grpo seed $SEED done"
+  ;;
+rft)
+  # Expert iteration with as many samples as one GRPO run: sample, keep verified kernels, fine-tune.
+  rl_suite
+  "$bin" rft --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/rft" --rounds "$RFT_ROUNDS" \
+    --samples "$GROUP" --limit-ops "$RFT_OPS" --keep-per-task 4 --steps ${RFT_STEPS:-50} --lr ${RFT_LR:-1e-4} \
+    --check-threads "$THREADS" --trials 1 --max-check-elements 262144 --time-budget-s 0.05 \
+    --temperature "${GRPO_TEMPERATURE:-1.0}" --top-p 1.0 --max-new-tokens "${MAX_NEW_TOKENS:-768}" \
+    --precision "$PRECISION" --seed "$SEED" --device "$DEVICE" > "$work/rft.json"
+  cp "$work/rft.json" "$OUT/"; cp "$work/rft/metrics.jsonl" "$OUT/rft_metrics.jsonl" 2>/dev/null || true
+  log "rft done"
+  ;;
+ship)
+  # The evaluated model with the best held-out correct rate, bf16, with its provenance.
+  python3 bench/training/ship_model.py "$work" "$OUT/models/kforge-tiny" \
+    --command "bash bench/training/run_device.sh $*" --sft-steps "$SFT_STEPS"
+  log "ship done: $(du -sh "$OUT/models/kforge-tiny" | cut -f1)"
+  ;;
+pack)
+  # What a later machine needs to go on (restore): the dataset, the SFT checkpoint, finished runs.
+  tar czf "$OUT/train_state.tgz" -C "$work" dataset.jsonl synth "sft/checkpoint-$SFT_STEPS" \
+    $(cd "$work" && ls -d grpo_s*/final rft/final eval_*.json 2>/dev/null)
+  log "pack done: $(du -h "$OUT/train_state.tgz" | cut -f1)"
   ;;
 *) echo "unknown stage $stage" >&2; exit 2 ;;
 esac
+done

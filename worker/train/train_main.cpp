@@ -196,7 +196,7 @@ int eval_command(const kforge::Flags& flags) {
       for (const auto& sample : op.samples)
         samples << Json{{"op", op.op}, {"outcome", outcome_name(sample.outcome)}, {"message", sample.message},
                         {"speedup", sample.speedup}, {"suspicious", sample.suspicious}, {"completion", sample.text}}
-                       .dump()
+                       .dump(-1, ' ', false, Json::error_handler_t::replace)  // sampled bytes need not be UTF-8
                 << "\n";
   }
   if (!flags.get("out").empty()) std::ofstream(flags.get("out")) << out.dump(2) << "\n";
