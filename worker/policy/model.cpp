@@ -101,6 +101,7 @@ KvCache KvCache::repeat_rows(int64_t times) const {
     out.keys.push_back(keys[layer_idx].repeat_interleave(times, 0));
     out.values.push_back(values[layer_idx].repeat_interleave(times, 0));
   }
+  if (left_pad.defined()) out.left_pad = left_pad.repeat_interleave(times, 0);
   return out;
 }
 
@@ -224,7 +225,11 @@ at::Tensor Model::attention(const at::Tensor& q, const at::Tensor& k, const at::
   at::Tensor qg = q.reshape({batch, kv_heads, group * steps, dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(dim)));
   at::Tensor scores_f = scores.to(at::kFloat);
-  if (mask.defined()) scores_f = scores_f.masked_fill(group > 1 ? mask.repeat({group, 1}) : mask, -INFINITY);
+  // mask: [steps, keys], or [batch, 1, steps, keys] with left padding; query rows are (group, step).
+  if (mask.defined()) {
+    at::Tensor rows = mask.dim() == 4 ? mask.repeat({1, 1, group, 1}) : mask.repeat({group, 1});
+    scores_f = scores_f.masked_fill(group > 1 ? rows : mask, -INFINITY);
+  }
   at::Tensor probs = at::softmax(scores_f, -1).to(q.scalar_type());
   return at::matmul(probs, v).view({batch, heads, steps, dim});
 }
@@ -251,16 +256,31 @@ at::Tensor Model::forward(const at::Tensor& tokens, KvCache* cache, bool last_on
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, dim = config_.head_dim;
   at::Tensor x = at::embedding(embed_, ids);
 
+  const bool padded = cache && cache->left_pad.defined();
   at::Tensor positions = at::arange(past, past + steps, at::TensorOptions().dtype(at::kFloat).device(embed_.device()));
-  at::Tensor freqs = positions.unsqueeze(1) * inv_freq_.unsqueeze(0);  // [T, D/2], float32 like transformers
+  if (padded) {  // [B, T]: a row's positions count from its first real column
+    at::Tensor pad = cache->left_pad.to(embed_.device()).to(at::kFloat).unsqueeze(1);
+    positions = (positions.unsqueeze(0) - pad).clamp_min(0);
+  }
+  at::Tensor freqs = positions.unsqueeze(-1) * inv_freq_;  // [T, D/2] or [B, T, D/2], float32 like transformers
   at::Tensor emb = at::cat({freqs, freqs}, -1);
   at::Tensor cos = emb.cos().to(x.scalar_type()), sin = emb.sin().to(x.scalar_type());
+  if (padded) {  // [B, 1, T, D] against q and k [B, heads, T, D]
+    cos = cos.unsqueeze(1);
+    sin = sin.unsqueeze(1);
+  }
 
-  at::Tensor mask;  // true where a query may not look: key position > query position
+  at::Tensor mask;  // true where a query may not look: key position > query position, or a pad column
   if (steps > 1) {
     at::Tensor query_pos = at::arange(past, past + steps, ids.options()).unsqueeze(1);
     at::Tensor key_pos = at::arange(0, past + steps, ids.options()).unsqueeze(0);
     mask = key_pos > query_pos;
+  }
+  if (padded) {
+    at::Tensor key_pos = at::arange(0, past + steps, ids.options());
+    at::Tensor pad_keys = key_pos.unsqueeze(0) < cache->left_pad.to(ids.device()).unsqueeze(1);  // [B, K]
+    pad_keys = pad_keys.view({batch, 1, 1, past + steps});
+    mask = mask.defined() ? (pad_keys | mask.view({1, 1, steps, past + steps})) : pad_keys.expand({batch, 1, steps, past + steps});
   }
 
   for (std::size_t layer_idx = 0; layer_idx < layers_.size(); ++layer_idx) {

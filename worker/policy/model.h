@@ -25,6 +25,10 @@ struct KvCache {
   std::vector<at::Tensor> keys;    //!< per layer [batch, kv_heads, capacity, head_dim]
   std::vector<at::Tensor> values;  //!< per layer, same shape as keys
   int64_t length = 0;              //!< positions filled so far
+  //! Per row [batch] int64: leading columns that hold no token, when rows continue prompts
+  //! of different lengths (sample_groups right-aligns them). Those keys are masked and a
+  //! row's positions count from its first real column. Undefined: no padding.
+  at::Tensor left_pad;
 
   //! Rows in the batch.
   int64_t batch() const { return keys.empty() ? 0 : keys[0].size(0); }

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -102,6 +103,63 @@ Json bench(const kp::Model& model, const kforge::Flags& flags) {
           {"runs", runs}};
 }
 
+// GRPO's sampling shape: `prompts` prompts of different lengths (prompt_len, minus 7% per
+// prompt), a group each, decoded one prompt after another (sample_group) and all together
+// (sample_groups), alternating per repeat so both see the same machine state.
+Json bench_prompts(const kp::Model& model, const kforge::Flags& flags) {
+  const int64_t count = flags.get_int("prompts"), prompt_len = flags.get_int("prompt-len");
+  at::Generator gen = at::detail::createCPUGenerator(1234);
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<uint64_t> seeds;
+  for (int64_t prompt_idx = 0; prompt_idx < count; ++prompt_idx) {
+    int64_t length = std::max<int64_t>(1, prompt_len - prompt_len * 7 * prompt_idx / 100);
+    at::Tensor ids = at::randint(model.config().vocab_size, {length}, gen, at::TensorOptions().dtype(at::kLong));
+    prompts.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
+    seeds.push_back(static_cast<uint64_t>(prompt_idx + 1));
+  }
+  kp::SampleOptions options;
+  options.group_size = flags.get_int("group");
+  options.max_new_tokens = flags.get_int("new-tokens");
+  options.temperature = 1.0;
+  options.stop_token_ids = {-1};  // never matches: every row runs to max_new_tokens
+  std::map<std::string, std::vector<double>> walls;
+  for (int run_idx = -1; run_idx < flags.get_int("repeats"); ++run_idx) {  // run -1 is the warm-up
+    for (const std::string mode : {"sequential", "batched"}) {
+      auto start = std::chrono::steady_clock::now();
+      if (mode == "batched") {
+        kp::sample_groups(model, nullptr, prompts, seeds, options);
+      } else {
+        for (size_t prompt_idx = 0; prompt_idx < prompts.size(); ++prompt_idx) {
+          kp::SampleOptions one = options;
+          one.seed = seeds[prompt_idx];
+          kp::sample_group(model, nullptr, prompts[prompt_idx], one);
+        }
+      }
+      if (run_idx >= 0) walls[mode].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  const double tokens = static_cast<double>(count * options.group_size * options.max_new_tokens);
+  return {{"engine", "kforge"},
+          {"device", model.device().str()},
+          {"dtype", model.config().torch_dtype},
+          {"parameters", model.config().parameter_count()},
+          {"prompts", count},
+          {"group", options.group_size},
+          {"prompt_len_max", prompt_len},
+          {"new_tokens", options.max_new_tokens},
+          {"threads", at::get_num_threads()},
+          {"sequential_wall_s", median(walls["sequential"])},
+          {"batched_wall_s", median(walls["batched"])},
+          {"sequential_tokens_per_s", tokens / median(walls["sequential"])},
+          {"batched_tokens_per_s", tokens / median(walls["batched"])},
+          {"batched_speedup", median(walls["sequential"]) / median(walls["batched"])},
+          {"runs", {{"sequential_wall_s", walls["sequential"]}, {"batched_wall_s", walls["batched"]}}}};
+}
+
 int run(const std::string& command, const kforge::Flags& flags) {
   if (command == "train-tokenizer") {
     std::vector<std::string> texts;
@@ -165,7 +223,7 @@ int run(const std::string& command, const kforge::Flags& flags) {
     return 0;
   }
   if (command == "bench") {
-    std::cout << bench(model, flags).dump() << "\n";
+    std::cout << (flags.get_int("prompts") > 1 ? bench_prompts(model, flags) : bench(model, flags)).dump() << "\n";
     return 0;
   }
   std::cerr << "kforge-policy: unknown command '" << command << "' (see --help)\n";
@@ -192,6 +250,7 @@ int main(int argc, char** argv) {
       {"group", "", "1", "samples per prompt"},
       {"prompt-len", "", "512", "bench: prompt tokens"},
       {"repeats", "", "3", "bench: timed runs after one warm-up"},
+      {"prompts", "", "1", "bench: prompts of different lengths, sampled one by one and as one batch (GRPO's shape)"},
   });
   if (auto error = flags.parse(argc, argv)) {
     std::cerr << "kforge-policy: " << *error << "\n";

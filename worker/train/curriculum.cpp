@@ -17,9 +17,15 @@ std::vector<TaskPassRate> measure_pass_rates(TrainablePolicy& policy, Checker& c
                                              int samples, const SamplingConfig& sampling, uint64_t seed, int threads) {
   std::vector<const Task*> sample_tasks;
   std::vector<std::string> texts;
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<uint64_t> seeds;
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    std::vector<int64_t> prompt = policy.encode(tasks[task_idx].prompt);
-    for (auto& completion : policy.sample(prompt, samples, sampling, seed + 7919ull * task_idx)) {
+    prompts.push_back(policy.encode(tasks[task_idx].prompt));
+    seeds.push_back(seed + 7919ull * task_idx);
+  }
+  auto groups = policy.sample_many(prompts, samples, sampling, seeds);
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    for (auto& completion : groups[task_idx]) {
       texts.push_back(std::move(completion.text));
       sample_tasks.push_back(&tasks[task_idx]);
     }

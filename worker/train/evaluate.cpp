@@ -24,10 +24,15 @@ EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& ta
   if (auto error = config.validate(); !error.empty()) throw std::invalid_argument(error);
   std::vector<const Task*> sample_tasks;
   std::vector<std::string> texts;
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<uint64_t> seeds;
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    std::vector<int64_t> prompt = policy.encode(tasks[task_idx].prompt);
-    auto samples = policy.sample(prompt, config.samples_per_op, config.sampling, config.seed + 7919ull * task_idx);
-    for (auto& sample : samples) {
+    prompts.push_back(policy.encode(tasks[task_idx].prompt));
+    seeds.push_back(config.seed + 7919ull * task_idx);
+  }
+  auto groups = policy.sample_many(prompts, config.samples_per_op, config.sampling, seeds);
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    for (auto& sample : groups[task_idx]) {
       sample_tasks.push_back(&tasks[task_idx]);
       texts.push_back(std::move(sample.text));
     }

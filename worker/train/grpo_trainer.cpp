@@ -156,10 +156,17 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
   std::vector<std::vector<int64_t>> prompts;
   std::vector<Completion> completions;
   std::vector<const Task*> sample_tasks;
+  std::vector<std::vector<int64_t>> task_prompts;
+  std::vector<uint64_t> seeds;
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    std::vector<int64_t> prompt = impl_->policy.encode(tasks[task_idx].prompt);
-    uint64_t seed = config.seed + 1000003ull * metrics.step + 7919ull * task_idx;
-    std::vector<Completion> group_samples = impl_->policy.sample(prompt, group, config.sampling, seed);
+    task_prompts.push_back(impl_->policy.encode(tasks[task_idx].prompt));
+    seeds.push_back(config.seed + 1000003ull * metrics.step + 7919ull * task_idx);
+  }
+  // Every task's group decodes as one batch (TrainablePolicy::sample_many).
+  auto groups = impl_->policy.sample_many(task_prompts, group, config.sampling, seeds);
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    const std::vector<int64_t>& prompt = task_prompts[task_idx];
+    std::vector<Completion>& group_samples = groups[task_idx];
     if (static_cast<int>(group_samples.size()) != group)
       throw std::runtime_error("policy returned " + std::to_string(group_samples.size()) + " samples, asked for " +
                                std::to_string(group));

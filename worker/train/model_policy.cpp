@@ -60,6 +60,12 @@ std::string ModelPolicy::decode(const std::vector<int64_t>& ids) const {
 
 std::vector<Completion> ModelPolicy::sample(const std::vector<int64_t>& prompt, int count, const SamplingConfig& config,
                                             uint64_t seed) {
+  return std::move(sample_many({prompt}, count, config, {seed})[0]);
+}
+
+std::vector<std::vector<Completion>> ModelPolicy::sample_many(const std::vector<std::vector<int64_t>>& prompts,
+                                                              int count, const SamplingConfig& config,
+                                                              const std::vector<uint64_t>& seeds) {
   policy::SampleOptions options;
   options.group_size = count;
   options.temperature = config.temperature;
@@ -67,18 +73,20 @@ std::vector<Completion> ModelPolicy::sample(const std::vector<int64_t>& prompt, 
   options.top_k = config.top_k;
   options.max_new_tokens = config.max_new_tokens;
   options.stop = config.stop;
-  options.seed = seed;
   policy::AutocastGuard autocast(model_.device().type(), autocast_);
-  std::vector<policy::Sample> samples =
-      policy::sample_group(model_, tokenizer_ ? &*tokenizer_ : nullptr, prompt, options);
-  std::vector<Completion> out;
-  for (auto& sample : samples) {
-    Completion completion;
-    completion.truncated = sample.finish == policy::FinishReason::Length;
-    completion.text = tokenizer_ ? std::move(sample.text) : decode(sample.tokens);
-    completion.tokens = std::move(sample.tokens);
-    completion.logprobs = std::move(sample.logprobs);
-    out.push_back(std::move(completion));
+  auto groups = policy::sample_groups(model_, tokenizer_ ? &*tokenizer_ : nullptr, prompts, seeds, options);
+  std::vector<std::vector<Completion>> out;
+  for (auto& group : groups) {
+    std::vector<Completion> completions;
+    for (auto& sample : group) {
+      Completion completion;
+      completion.truncated = sample.finish == policy::FinishReason::Length;
+      completion.text = tokenizer_ ? std::move(sample.text) : decode(sample.tokens);
+      completion.tokens = std::move(sample.tokens);
+      completion.logprobs = std::move(sample.logprobs);
+      completions.push_back(std::move(completion));
+    }
+    out.push_back(std::move(completions));
   }
   return out;
 }

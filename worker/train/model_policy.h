@@ -29,6 +29,10 @@ class ModelPolicy : public TrainablePolicy {
   int64_t eos_token() const override;
   std::vector<Completion> sample(const std::vector<int64_t>& prompt, int count, const SamplingConfig& config,
                                  uint64_t seed) override;
+  //! Every prompt's group decoded as one batch (policy::sample_groups).
+  std::vector<std::vector<Completion>> sample_many(const std::vector<std::vector<int64_t>>& prompts, int count,
+                                                   const SamplingConfig& config,
+                                                   const std::vector<uint64_t>& seeds) override;
   ScoredCompletions score(const std::vector<std::vector<int64_t>>& prompts,
                           const std::vector<std::vector<int64_t>>& completions) override;
   std::vector<at::Tensor> parameters() override;

@@ -94,10 +94,15 @@ RftRoundMetrics RftTrainer::round(const std::vector<Task>& tasks) {
   auto phase_start = std::chrono::steady_clock::now();
   std::vector<std::string> texts;
   std::vector<const Task*> sample_tasks;
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<uint64_t> seeds;
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    std::vector<int64_t> prompt = impl_->policy.encode(tasks[task_idx].prompt);
-    uint64_t seed = config.seed + 1000003ull * metrics.round + 7919ull * task_idx;
-    for (auto& completion : impl_->policy.sample(prompt, config.samples_per_task, config.sampling, seed)) {
+    prompts.push_back(impl_->policy.encode(tasks[task_idx].prompt));
+    seeds.push_back(config.seed + 1000003ull * metrics.round + 7919ull * task_idx);
+  }
+  auto groups = impl_->policy.sample_many(prompts, config.samples_per_task, config.sampling, seeds);
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    for (auto& completion : groups[task_idx]) {
       texts.push_back(std::move(completion.text));
       sample_tasks.push_back(&tasks[task_idx]);
     }

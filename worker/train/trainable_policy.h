@@ -47,6 +47,16 @@ class TrainablePolicy {
   //! `count` samples of `prompt`; same seed and weights give the same samples.
   virtual std::vector<Completion> sample(const std::vector<int64_t>& prompt, int count, const SamplingConfig& config,
                                          uint64_t seed) = 0;
+  //! `count` samples of each prompt, prompt i with seeds[i]: what sample() gives for each
+  //! (the real model decodes them as one batch, up to floating-point differences).
+  virtual std::vector<std::vector<Completion>> sample_many(const std::vector<std::vector<int64_t>>& prompts, int count,
+                                                           const SamplingConfig& config,
+                                                           const std::vector<uint64_t>& seeds) {
+    std::vector<std::vector<Completion>> out;
+    for (size_t prompt_idx = 0; prompt_idx < prompts.size(); ++prompt_idx)
+      out.push_back(sample(prompts[prompt_idx], count, config, seeds.at(prompt_idx)));
+    return out;
+  }
   //! Log-probs (at temperature 1) of `completions[b]` after `prompts[b]`, one padded forward.
   virtual ScoredCompletions score(const std::vector<std::vector<int64_t>>& prompts,
                                   const std::vector<std::vector<int64_t>>& completions) = 0;

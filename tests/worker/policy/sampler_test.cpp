@@ -1,5 +1,6 @@
 // Sampler: seeded determinism, top-k / top-p edges, stop strings spanning token
-// boundaries, per-row stop tokens, and log-probs equal to teacher-forced scoring.
+// boundaries, per-row stop tokens, log-probs equal to teacher-forced scoring, and several
+// prompts of different lengths decoded as one batch as they would be alone.
 // Run: scripts/test.sh build -R policy
 #include "worker/policy/sampler.h"
 
@@ -191,6 +192,67 @@ TEST(Sampler, LogprobsEqualTeacherForcedScoring) {
       EXPECT_NEAR(samples[row_idx].logprobs[tok_idx], scores.logprobs[row_idx][tok_idx].item<float>(), 1e-4);
     }
   }
+}
+
+// Several prompts of different lengths decode as one batch (right-aligned in one KV cache,
+// the left padding masked and positions counted per row): each prompt gets what it would
+// get alone, greedy and sampled (each prompt's draws come from its own seed), in one batch
+// or split into batches of max_batch_rows; the log-probs match teacher-forced scoring.
+TEST(SampleGroups, PromptsOfDifferentLengthsDecodeAsTheyWouldAlone) {
+  for (const char* arch : {"qwen2", "llama"}) {
+    kp::Model model = kp::Model::random(tiny_config(arch), 41);
+    perturb_weights(model, 42);
+    const std::vector<std::vector<int64_t>> prompts{{5, 6, 7}, {9, 8, 7, 6, 5, 4, 3, 2, 1}, {11, 12, 13, 14, 15}};
+    const std::vector<uint64_t> seeds{3, 4, 5};
+    for (double temperature : {0.0, 1.0}) {
+      kp::SampleOptions options;
+      options.group_size = 2;
+      options.max_new_tokens = 10;
+      options.temperature = temperature;
+      kp::SampleStats stats;
+      auto together = kp::sample_groups(model, nullptr, prompts, seeds, options, &stats);
+      ASSERT_EQ(together.size(), prompts.size());
+      EXPECT_LE(stats.decode_steps, options.max_new_tokens) << "one decode loop for every prompt, not one each";
+      options.max_batch_rows = 2;  // one prompt's group per batch
+      auto split = kp::sample_groups(model, nullptr, prompts, seeds, options);
+      for (size_t prompt_idx = 0; prompt_idx < prompts.size(); ++prompt_idx) {
+        options.seed = seeds[prompt_idx];
+        auto alone = kp::sample_group(model, nullptr, prompts[prompt_idx], options);
+        ASSERT_EQ(together[prompt_idx].size(), 2u);
+        for (size_t row_idx = 0; row_idx < alone.size(); ++row_idx) {
+          const auto& batched = together[prompt_idx][row_idx];
+          EXPECT_EQ(batched.tokens, alone[row_idx].tokens) << arch << " T=" << temperature << " prompt " << prompt_idx;
+          EXPECT_EQ(split[prompt_idx][row_idx].tokens, alone[row_idx].tokens);
+          ASSERT_EQ(batched.logprobs.size(), alone[row_idx].logprobs.size());
+          for (size_t tok_idx = 0; tok_idx < batched.logprobs.size(); ++tok_idx)
+            EXPECT_NEAR(batched.logprobs[tok_idx], alone[row_idx].logprobs[tok_idx], 1e-4);
+        }
+      }
+      if (temperature == 0.0) continue;
+      // The batched samples' log-probs are the model's (teacher-forced, unpadded).
+      std::vector<std::vector<int64_t>> score_prompts, completions;
+      std::vector<const kp::Sample*> rows;
+      for (size_t prompt_idx = 0; prompt_idx < prompts.size(); ++prompt_idx)
+        for (const auto& sample : together[prompt_idx]) {
+          score_prompts.push_back(prompts[prompt_idx]);
+          completions.push_back(sample.tokens);
+          rows.push_back(&sample);
+        }
+      c10::NoGradGuard no_grad;
+      kp::CompletionScores scores = kp::score_completions(model, score_prompts, completions, temperature);
+      for (size_t row_idx = 0; row_idx < rows.size(); ++row_idx)
+        for (size_t tok_idx = 0; tok_idx < rows[row_idx]->logprobs.size(); ++tok_idx)
+          EXPECT_NEAR(rows[row_idx]->logprobs[tok_idx], scores.logprobs[row_idx][tok_idx].item<float>(), 1e-4);
+    }
+  }
+}
+
+TEST(SampleGroups, SeedsMustMatchPrompts) {
+  kp::Model model = kp::Model::random(tiny_config("qwen2"), 1);
+  kp::SampleOptions options;
+  EXPECT_THROW(kp::sample_groups(model, nullptr, {{1, 2}, {3}}, {1}, options), std::invalid_argument);
+  options.max_batch_rows = 0;
+  EXPECT_THROW(kp::sample_groups(model, nullptr, {{1, 2}}, {1}, options), std::invalid_argument);
 }
 
 TEST(Sampler, BadOptionsAreRefused) {
