@@ -3,7 +3,7 @@
 # PoCL on its CPU cores: SFT, GRPO and expert iteration (rft) on the GPU, every check through
 # the real harness on PoCL. One or more stages per call (a device command is limited to 10 min):
 #   bash bench/training/run_device.sh STAGE...
-#   stages: build restore data sft eval-sft grpo eval-grpo rft eval-rft ship pack
+#   stages: build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench pack
 # (restore: unpack .devcarry/train_state.tgz, the state `pack` wrote on an earlier machine:
 # dataset, SFT checkpoint and whatever GRPO/rft runs finished, instead of running them again).
 # GRPO and its evaluation are per seed: SEED=1 bash run_device.sh grpo eval-grpo writes
@@ -19,7 +19,7 @@
 #   GRPO_LIMIT_OPS=4 CURRICULUM_EVERY=1 CURRICULUM_SAMPLES=1 RFT_ROUNDS=1 RFT_STEPS=2 RL_OPS=4 MAX_NEW_TOKENS=64 \
 #   THREADS=2 OUT=var/smoke/out bash bench/training/run_device.sh data sft eval-sft grpo eval-grpo rft eval-rft ship pack
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship pack)" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench pack)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-/tmp/kforge_out}
@@ -70,7 +70,7 @@ build)
   cmake -S . -B build-dev -G Ninja -DKFORGE_WITH_SERVER=OFF -DKFORGE_BUILD_TESTS=OFF \
     -DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++ \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$root/.devcarry/deps" > "$work/build.log" 2>&1
-  cmake --build build-dev --target kforge-train kforge-sandbox -j"$THREADS" >> "$work/build.log" 2>&1 ||
+  cmake --build build-dev --target kforge-train kforge-sandbox kforge-policy -j"$THREADS" >> "$work/build.log" 2>&1 ||
     { tail -40 "$work/build.log"; exit 1; }
   { nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; python3 -c 'import torch;print("torch", torch.__version__)';
     build-dev/bin/kforge-probe 2>/dev/null | head -5 || true; } > "$work/env.txt" 2>&1
@@ -168,6 +168,12 @@ ship)
   python3 bench/training/ship_model.py "$work" "$OUT/models/kforge-tiny" \
     --command "bash bench/training/run_device.sh $*" --sft-steps "$SFT_STEPS"
   log "ship done: $(du -sh "$OUT/models/kforge-tiny" | cut -f1)"
+  ;;
+policy-bench)
+  # GRPO's sampling shape on the GPU: 8 prompts x G 8, one by one vs one batch (bench/policy/README.md).
+  build-dev/bin/kforge-policy bench --device "$DEVICE" --dtype bfloat16 --preset "$PRESET" --prompts 8 --group 8 \
+    --prompt-len 300 --new-tokens "${MAX_NEW_TOKENS:-768}" --repeats 2 > "$OUT/policy_batched_$DEVICE.json"
+  log "policy-bench done: $(python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(d['sequential_wall_s'], d['batched_wall_s'], d['batched_speedup'])" "$OUT/policy_batched_$DEVICE.json")"
   ;;
 pack)
   # What a later machine needs to go on (restore): the dataset, the SFT checkpoint, finished runs.
