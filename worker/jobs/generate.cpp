@@ -189,8 +189,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   // The candidates are proposed (a model's sampling, or the teacher) on another thread while
   // the checker is set up here (reference outputs, children, the baselines' runners). Not the
   // other way round: a sandboxed child dies with the thread that started it (PR_SET_PDEATHSIG).
-  struct Proposal {
+  struct Sampled {
     std::vector<CandidateProgram> programs;
+    double ms = 0;
+  };
+  struct Proposal {
+    std::vector<CandidateProgram> programs;  // the teacher's: checked while a model still samples
+    std::future<Sampled> model_samples;      // a trained model's samples, appended after the teacher's
     std::string note;
     std::optional<ModelFiles> model_files;
     std::string refusal;  // a model file that does not match its row: fail, no retry
@@ -206,13 +211,17 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       return proposal;
     }
     if (proposal.model_files) {
-      // The teacher's first schedules go first (a verified answer early), then the model's
-      // samples: the result's best_generator says which won.
+      // The teacher's first schedules are checked first (a verified answer early) while the
+      // model samples on a thread of its own; its samples follow. best_generator says which won.
       proposal.programs = teacher_candidates(spec, std::min(args.samples, kTeacherBesideModel), &proposal.note,
                                              args.target);
-      for (auto& sample : policy_candidates(spec, proposal.model_files->dir, args.model_id, args.samples, args.seed,
-                                            args.target))
-        proposal.programs.push_back(std::move(sample));
+      proposal.model_samples = std::async(std::launch::async, [spec, dir = proposal.model_files->dir, &args] {
+        auto sampling_started = clock_type::now();
+        Sampled sampled;
+        sampled.programs = policy_candidates(spec, dir, args.model_id, args.samples, args.seed, args.target);
+        sampled.ms = ms_since(sampling_started);
+        return sampled;
+      });
     } else {
       proposal.note = "model '" + args.model +
                       "' has no trained version on this worker; candidates come from the teacher compiler";
@@ -235,7 +244,19 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   // An op the teacher cannot lower may still get Inductor's kernels (triton on a GPU).
   const bool inductor_possible = generate_options.inductor_candidates && args.target == "triton" &&
                                  spec::resolved_device(args) == "gpu";
-  if (programs.empty() && !inductor_possible) {
+  std::future<Sampled>& model_samples = proposal.model_samples;
+  const size_t model_slot = programs.size();  // where the model's samples go: after the teacher's, before Inductor's
+  // Waits for the model's samples (if still sampling) and puts them at model_slot.
+  auto take_model_samples = [&] {
+    if (!model_samples.valid()) return;
+    auto waited = clock_type::now();
+    Sampled sampled = model_samples.get();  // rethrows what sampling threw (a model that does not load)
+    phases.propose_wait_ms += ms_since(waited);
+    phases.propose_ms += sampled.ms;
+    programs.insert(programs.begin() + static_cast<std::ptrdiff_t>(model_slot),
+                    std::make_move_iterator(sampled.programs.begin()), std::make_move_iterator(sampled.programs.end()));
+  };
+  if (programs.empty() && !model_samples.valid() && !inductor_possible) {
     return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note,
                                     /*retryable=*/false);
   }
@@ -276,7 +297,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::optional<clock_type::time_point> quiet_timed_at;
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
-  for (size_t sample_idx = 0; sample_idx < programs.size(); ++sample_idx) {
+  const size_t expected_total = programs.size() + (model_samples.valid() ? static_cast<size_t>(args.samples) : 0);
+  for (size_t sample_idx = 0;; ++sample_idx) {
+    if (sample_idx == model_slot) take_model_samples();
+    if (sample_idx >= programs.size()) break;
     if (ctx.cancelled()) return worker::JobOutcome::fail("stopped before candidate " + std::to_string(sample_idx));
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (elapsed > args.time_budget_s) {
@@ -338,13 +362,14 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     }
     ctx.report_progress(json{{"phase", "checking"},
                              {"checked", checked},
-                             {"total", programs.size()},
+                             {"total", std::max(expected_total, programs.size())},
                              {"correct", by_outcome["correct"]},
                              {"best_speedup", best ? json(*best->speedup) : json(nullptr)},
                              {"phases_ms", phases.to_json()}}
                             .dump());
   }
 
+  take_model_samples();  // the loop ran out of time first: the samples still count as proposed
   if (checked == 0 && !out_of_time) {
     // The only candidate would have been Inductor's, and it was refused.
     return worker::JobOutcome::fail("no kernel could be produced for target " + args.target + ": " + note +

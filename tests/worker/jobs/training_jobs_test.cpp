@@ -391,6 +391,8 @@ TEST(TrainingJobs, TrainedModelWritesCorrectKernelsForEvaluationAndGeneration) {
   ASSERT_EQ(generation_candidates.size(), 5u);
   for (const auto& candidate : generation_candidates) {
     const bool from_model = candidate["details"].value("generator", "") == "policy";
+    EXPECT_EQ(from_model, candidate["sample_idx"].get<int>() >= 2)
+        << "the teacher's two come first (checked while the model samples): " << candidate.dump();
     EXPECT_EQ(candidate["model_id"].is_null(), !from_model) << "a model's sample names its version: " << candidate.dump();
     if (from_model && candidate["outcome"] == "correct") ++policy_correct;
   }
