@@ -79,23 +79,31 @@ build)
   ;;
 restore)
   tar xzf "${STATE:-.devcarry/train_state.tgz}" -C "$work"
-  log "restored: $(wc -l < "$work/dataset.jsonl") pairs, $(ls -d "$work"/sft/checkpoint-* | tr '\n' ' ')"
+  log "restored: $(wc -l < "$work/dataset.jsonl") pairs, $(ls -d "$work"/sft/checkpoint-* "$work"/grpo_s*/final "$work"/rft/final 2>/dev/null | tr '\n' ' ')"
   ;;
 data)
   # Suite train split (VARIANTS schedules per op) + SYNTH synthetic ops (tools/synth_ops.py),
   # every pair verified by the harness on PoCL; THREADS shards in parallel.
-  python3 tools/synth_ops.py --out "$work/synth" --count "$SYNTH" --seed 0 > "$work/synth.json"
+  # A shard whose summary exists is kept: after a failure, running the stage again redoes
+  # only the shards that failed (their errors are in ds_<part>.<shard>.err).
+  [ -s "$work/synth.json" ] || python3 tools/synth_ops.py --out "$work/synth" --count "$SYNTH" --seed 0 > "$work/synth.json"
   check="--no-time --trials 1 --max-check-elements 65536 --log-level error"
-  for shard in $(seq 0 $((THREADS - 1))); do
-    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite suite --variants "$VARIANTS" $check ${DATA_LIMIT_OPS:+--limit-ops $DATA_LIMIT_OPS} --shard "$shard/$THREADS" \
-      --out "$work/ds_suite.$shard.jsonl" > "$work/ds_suite.$shard.json" 2>/dev/null &
-  done
-  wait
-  for shard in $(seq 0 $((THREADS - 1))); do
-    POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite "$work/synth" --variants "$SYNTH_VARIANTS" $check ${DATA_LIMIT_OPS:+--limit-ops $DATA_LIMIT_OPS} --shard "$shard/$THREADS" \
-      --out "$work/ds_synth.$shard.jsonl" > "$work/ds_synth.$shard.json" 2>/dev/null &
-  done
-  wait
+  run_shards() {  # PART SUITE VARIANTS
+    local part=$1 suite=$2 variants=$3 shard
+    for shard in $(seq 0 $((THREADS - 1))); do
+      [ -s "$work/ds_$part.$shard.json" ] && continue
+      POCL_MAX_PTHREAD_COUNT=2 "$bin" dataset --suite "$suite" --variants "$variants" $check \
+        ${DATA_LIMIT_OPS:+--limit-ops $DATA_LIMIT_OPS} --shard "$shard/$THREADS" --out "$work/ds_$part.$shard.jsonl" \
+        > "$work/ds_$part.$shard.json" 2> "$work/ds_$part.$shard.err" &
+    done
+    wait
+    for shard in $(seq 0 $((THREADS - 1))); do
+      [ -s "$work/ds_$part.$shard.json" ] ||
+        { log "data: $part shard $shard failed: $(tail -c 400 "$work/ds_$part.$shard.err")"; exit 1; }
+    done
+  }
+  run_shards suite suite "$VARIANTS"
+  run_shards synth "$work/synth" "$SYNTH_VARIANTS"
   cat "$work"/ds_suite.*.jsonl "$work"/ds_synth.*.jsonl > "$work/dataset.jsonl"
   python3 - "$work" > "$work/dataset.json" <<'EOF'
 import glob, json, sys
@@ -103,7 +111,9 @@ work = sys.argv[1]
 def total(prefix):
     keys = ["ops", "ops_unsupported", "ops_with_examples", "variants_checked", "variants_correct", "records"]
     rows = [json.loads(open(f).read().strip().splitlines()[-1]) for f in glob.glob(f"{work}/{prefix}.*.json")]
-    return {k: sum(r[k] for r in rows) for k in keys}
+    out = {k: sum(r[k] for r in rows) for k in keys}
+    out["ops_failed"] = [failed for r in rows for failed in r.get("ops_failed", [])]
+    return out
 print(json.dumps({"suite_train": total("ds_suite"), "synthetic": total("ds_synth"),
                   "synth_generator": json.load(open(f"{work}/synth.json"))}))
 EOF
@@ -177,8 +187,9 @@ policy-bench)
   ;;
 pack)
   # What a later machine needs to go on (restore): the dataset, the SFT checkpoint, finished runs.
-  tar czf "$OUT/train_state.tgz" -C "$work" dataset.jsonl synth "sft/checkpoint-$SFT_STEPS" \
-    $(cd "$work" && ls -d grpo_s*/final rft/final eval_*.json 2>/dev/null)
+  # (Whatever exists: a dataset built on a CPU machine can be carried alone.)
+  tar czf "$OUT/train_state.tgz" -C "$work" \
+    $(cd "$work" && ls -d dataset.jsonl dataset.json synth "sft/checkpoint-$SFT_STEPS" grpo_s*/final rft/final eval_*.json 2>/dev/null)
   log "pack done: $(du -h "$OUT/train_state.tgz" | cut -f1)"
   ;;
 *) echo "unknown stage $stage" >&2; exit 2 ;;

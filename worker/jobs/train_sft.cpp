@@ -75,12 +75,14 @@ std::string build_suite_dataset(worker::JobContext& ctx, const SftJobArgs& args,
     total.ops_with_examples += stats.ops_with_examples;
     total.variants_checked += stats.variants_checked;
     total.variants_correct += stats.variants_correct;
+    total.ops_failed.insert(total.ops_failed.end(), stats.ops_failed.begin(), stats.ops_failed.end());
   }
   json stats_json = {{"ops", total.ops},
                      {"ops_unsupported", total.ops_unsupported},
                      {"ops_with_examples", total.ops_with_examples},
                      {"variants_checked", total.variants_checked},
                      {"variants_correct", total.variants_correct},
+                     {"ops_failed", total.ops_failed},
                      {"pairs", records.size()}};
   if (records.empty()) {
     throw std::invalid_argument("suite: the teacher produced no verified kernel for the " + std::to_string(ops.size()) +

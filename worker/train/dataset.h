@@ -54,6 +54,7 @@ struct DatasetStats {
   std::vector<std::string> targets_unavailable;             //!< targets skipped: no checker on this host
   int inductor_harvested = 0, inductor_correct = 0;         //!< Inductor candidates harvested / verified correct
   std::vector<std::string> inductor_refused;                //!< "op: reason" for each op Inductor gave no candidate
+  std::vector<std::string> ops_failed;  //!< "op: reason" for each op whose own reference failed (skipped, not fatal)
 };
 
 //! Builds records for `ops` (the caller passes the train split only; a held-out op is a

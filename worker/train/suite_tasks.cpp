@@ -71,6 +71,19 @@ spec::OpSpec shrink_for_checking(const spec::OpSpec& spec, int64_t max_elements)
   spec::OpSpec out = spec;
   for (auto& input : out.inputs)
     if (auto found = shapes.find(input.name); found != shapes.end()) input.shape = found->second;
+  // An integer input drawn from [a, N) where N is a dimension's size indexes that dimension
+  // (embedding rows, gather positions): when the dimension shrinks, so does the range.
+  for (auto& index : out.inputs) {
+    if (index.dist.kind != spec::DistKind::randint) continue;
+    const double high = index.dist.b;
+    for (size_t input_idx = 0; input_idx < spec.inputs.size(); ++input_idx) {
+      const auto& before = spec.inputs[input_idx].shape;
+      const auto& after = out.inputs[input_idx].shape;
+      for (size_t dim = 0; dim < before.size() && dim < after.size(); ++dim)
+        if (static_cast<double>(before[dim]) == high && after[dim] < before[dim])
+          index.dist.b = std::max(index.dist.a + 1, std::min(index.dist.b, static_cast<double>(after[dim])));
+    }
+  }
   return out;
 }
 

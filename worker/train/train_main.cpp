@@ -93,6 +93,7 @@ int dataset_command(const kforge::Flags& flags) {
                     {"variants_correct", stats.variants_correct}, {"targets", options.targets},
                     {"targets_unavailable", stats.targets_unavailable}, {"inductor_harvested", stats.inductor_harvested},
                     {"inductor_correct", stats.inductor_correct}, {"inductor_refused", stats.inductor_refused},
+                    {"ops_failed", stats.ops_failed},
                     {"out", flags.get("out")}}
                    .dump()
             << "\n";

@@ -1,10 +1,13 @@
 // The trainers against the real kernel harness (PoCL) and teacher compiler on a
 // small op: the dataset builder keeps verified teacher kernels, HarnessChecker maps
 // outcomes and runs in parallel, and a CPU SFT -> GRPO -> evaluation pipeline runs
-// end to end. Run: build/bin/train_harness_test (label slow; skips without OpenCL).
+// end to end; shrunk index ranges follow their table, and an op whose reference fails is
+// skipped and named. Run: build/bin/train_harness_test (label slow; skips without OpenCL).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "worker/harness/devices.h"
 #include "worker/train/dataset.h"
@@ -58,6 +61,46 @@ TEST(HarnessTraining, DatasetKeepsVerifiedTeacherKernels) {
   EXPECT_EQ(records[0].prompt.rfind("### op relu_small\n", 0), 0u);
   EXPECT_NE(records[0].completion.find("// kforge-launch:"), std::string::npos);
   EXPECT_NE(records[0].schedule, "");
+}
+
+// Checking on shrunk shapes (--max-check-elements): an index input drawn from [0, rows)
+// shrinks with the rows it indexes, so the suite's embedding (randint [0, 32000) into a
+// 32000-row table) still has a reference; it failed with "index out of range" and, before
+// that was fixed, took the whole dataset run down with it. An op whose reference does fail
+// is skipped and named, and the other ops still give their pairs.
+TEST(HarnessTraining, ShrunkIndexRangesFollowTheirTableAndABrokenOpIsSkipped) {
+  REQUIRE_OPENCL();
+  std::vector<SuiteOp> suite = load_suite(KFORGE_SOURCE_DIR "/suite", "train");
+  auto embedding = std::find_if(suite.begin(), suite.end(), [](const SuiteOp& op) { return op.spec.name == "embedding"; });
+  ASSERT_NE(embedding, suite.end());
+  kforge::spec::OpSpec shrunk = shrink_for_checking(embedding->spec, 65536);
+  ASSERT_EQ(shrunk.inputs[0].name, "w");
+  ASSERT_EQ(shrunk.inputs[1].name, "idx");
+  EXPECT_LT(shrunk.inputs[0].shape[0], 32000) << "the table shrinks";
+  EXPECT_DOUBLE_EQ(shrunk.inputs[1].dist.b, static_cast<double>(shrunk.inputs[0].shape[0])) << "and the index range with it";
+  EXPECT_DOUBLE_EQ(shrink_for_checking(embedding->spec, 0).inputs[1].dist.b, 32000) << "unshrunk: unchanged";
+
+  // Indices up to 500 into a 100-row table: the teacher lowers it, the reference fails.
+  const char* broken_json = R"({"name": "embedding_broken",
+    "source": "def forward(w: Tensor, idx: Tensor) -> Tensor:\n    return torch.embedding(w, idx)\n",
+    "inputs": [{"name": "w", "shape": [100, 8], "dtype": "float32", "dist": "normal"},
+               {"name": "idx", "shape": [4, 16], "dtype": "int64", "dist": {"randint": [0, 500]}}],
+    "tolerance": {"atol": 1e-5, "rtol": 1e-5}})";
+  auto parsed = kforge::spec::parse_op_spec(broken_json);
+  ASSERT_TRUE(parsed.ok()) << kforge::spec::describe_errors(parsed.errors);
+  SuiteOp broken{parsed.spec, "train", 1, "movement", broken_json};
+  DatasetOptions options;
+  options.max_variants_per_op = 1;
+  options.check = fast_checks();
+  options.max_check_elements = 65536;
+  DatasetStats stats;
+  auto records = build_sft_dataset({*embedding, broken, relu_op()}, options, &stats);
+  EXPECT_EQ(stats.ops, 3);
+  ASSERT_EQ(stats.ops_failed.size(), 1u);
+  EXPECT_EQ(stats.ops_failed[0].rfind("embedding_broken: ", 0), 0u) << stats.ops_failed[0];
+  std::set<std::string> with_pairs;
+  for (const auto& record : records) with_pairs.insert(record.op);
+  EXPECT_EQ(with_pairs, (std::set<std::string>{"embedding", "relu_small"}));
 }
 
 TEST(HarnessTraining, HarnessCheckerMapsOutcomesAndRunsInParallel) {
