@@ -19,6 +19,8 @@ import shutil
 import struct
 import sys
 
+from summarize_device import read_json
+
 SKIP = {"optimizer.pt", "trainer_state.json"}
 
 
@@ -104,8 +106,7 @@ def main():
             shutil.copy2(source, os.path.join(args.out_dir, name))
 
     def read(name):
-        path = os.path.join(args.work, name)
-        return json.load(open(path)) if os.path.isfile(path) else None
+        return read_json(os.path.join(args.work, name))
 
     keep = ["ops", "k", "correct_rate", "pass_at_1", "pass_at_k", "fast_1", "fast_1_5", "compile_rate",
             "rule_violation_rate", "geomean_speedup", "ops_with_correct", "intervals", "bootstrap"]

@@ -14,15 +14,9 @@ import json
 import os
 import sys
 
+from summarize_device import read_json, read_jsonl
+
 GOAL_PTS = 5.0
-
-
-def read_json(path):
-    return json.load(open(path)) if os.path.isfile(path) else None
-
-
-def read_jsonl(path):
-    return [json.loads(l) for l in open(path) if l.strip()] if os.path.isfile(path) else []
 
 
 def interval(evaluation, name):

@@ -297,7 +297,6 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::optional<clock_type::time_point> quiet_timed_at;
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
-  const size_t expected_total = programs.size() + (model_samples.valid() ? static_cast<size_t>(args.samples) : 0);
   for (size_t sample_idx = 0;; ++sample_idx) {
     if (sample_idx == model_slot) take_model_samples();
     if (sample_idx >= programs.size()) break;
@@ -362,7 +361,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     }
     ctx.report_progress(json{{"phase", "checking"},
                              {"checked", checked},
-                             {"total", std::max(expected_total, programs.size())},
+                             {"total", programs.size() + (model_samples.valid() ? args.samples : 0)},  // samples still coming
                              {"correct", by_outcome["correct"]},
                              {"best_speedup", best ? json(*best->speedup) : json(nullptr)},
                              {"phases_ms", phases.to_json()}}

@@ -82,13 +82,9 @@ std::vector<std::vector<Sample>> sample_batch(const Model& model, const Tokenize
     const auto& prompt = prompts[static_cast<size_t>(prompt_idx)];
     const int64_t length = static_cast<int64_t>(prompt.size());
     at::Tensor prompt_ids = at::tensor(prompt, at::TensorOptions().dtype(at::kLong)).unsqueeze(0).to(device);
-    KvCache prompt_cache = model.new_cache(1, count == 1 ? capacity : length);
+    KvCache prompt_cache = model.new_cache(1, length);
     at::Tensor logits = model.forward(prompt_ids, &prompt_cache, /*last_only=*/true).squeeze(1);  // [1, V]
     first_logits.push_back(logits.expand({group, logits.size(-1)}));
-    if (count == 1) {  // one prompt: no padding, the cache is repeated as it is
-      cache = prompt_cache.repeat_rows(group);
-      continue;
-    }
     if (prompt_idx == 0) {
       cache = model.new_cache(rows, capacity);
       cache.length = longest;
@@ -100,9 +96,9 @@ std::vector<std::vector<Sample>> sample_batch(const Model& model, const Tokenize
     }
     pads.insert(pads.end(), static_cast<size_t>(group), pad);
   }
-  if (count > 1 && std::any_of(pads.begin(), pads.end(), [](int64_t pad) { return pad > 0; }))
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t pad) { return pad > 0; }))
     cache.left_pad = at::tensor(pads, at::TensorOptions().dtype(at::kLong)).to(device);
-  at::Tensor logits = count == 1 ? first_logits[0] : at::cat(first_logits, 0);  // [rows, V]
+  at::Tensor logits = at::cat(first_logits, 0);  // [rows, V]
   if (stats) {
     sync_device(logits);
     stats->prefill_seconds += seconds_since(start);
@@ -129,7 +125,7 @@ std::vector<std::vector<Sample>> sample_batch(const Model& model, const Tokenize
       for (int64_t prompt_idx = 0; prompt_idx < count; ++prompt_idx)
         drawn.push_back(at::multinomial(probs.narrow(0, prompt_idx * group, group), 1, /*replacement=*/false,
                                         generators[static_cast<size_t>(prompt_idx)]));
-      next = (count == 1 ? drawn[0] : at::cat(drawn, 0)).squeeze(1);
+      next = at::cat(drawn, 0).squeeze(1);
     }
     at::Tensor chosen_logp = logp.gather(-1, next.unsqueeze(1)).squeeze(1);
     at::Tensor next_cpu = next.to(at::kCPU), logp_cpu = chosen_logp.to(at::kCPU);

@@ -15,22 +15,9 @@ namespace kforge::train {
 
 std::vector<TaskPassRate> measure_pass_rates(TrainablePolicy& policy, Checker& checker, const std::vector<Task>& tasks,
                                              int samples, const SamplingConfig& sampling, uint64_t seed, int threads) {
-  std::vector<const Task*> sample_tasks;
-  std::vector<std::string> texts;
-  std::vector<std::vector<int64_t>> prompts;
-  std::vector<uint64_t> seeds;
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    prompts.push_back(policy.encode(tasks[task_idx].prompt));
-    seeds.push_back(seed + 7919ull * task_idx);
-  }
-  auto groups = policy.sample_many(prompts, samples, sampling, seeds);
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    for (auto& completion : groups[task_idx]) {
-      texts.push_back(std::move(completion.text));
-      sample_tasks.push_back(&tasks[task_idx]);
-    }
-  }
-  std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, texts, threads);
+  TaskSamples sampled = sample_each_task(policy, tasks, samples, sampling, seed);
+  const std::vector<const Task*>& sample_tasks = sampled.tasks;
+  std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, sampled.texts(), threads);
   std::vector<TaskPassRate> rates(tasks.size());
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) rates[task_idx].id = tasks[task_idx].id;
   for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx) {

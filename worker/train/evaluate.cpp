@@ -22,21 +22,9 @@ std::string EvalConfig::validate() const {
 EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& tasks, Checker& checker,
                             const EvalConfig& config, std::vector<OpSamples>* raw) {
   if (auto error = config.validate(); !error.empty()) throw std::invalid_argument(error);
-  std::vector<const Task*> sample_tasks;
-  std::vector<std::string> texts;
-  std::vector<std::vector<int64_t>> prompts;
-  std::vector<uint64_t> seeds;
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    prompts.push_back(policy.encode(tasks[task_idx].prompt));
-    seeds.push_back(config.seed + 7919ull * task_idx);
-  }
-  auto groups = policy.sample_many(prompts, config.samples_per_op, config.sampling, seeds);
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    for (auto& sample : groups[task_idx]) {
-      sample_tasks.push_back(&tasks[task_idx]);
-      texts.push_back(std::move(sample.text));
-    }
-  }
+  TaskSamples sampled = sample_each_task(policy, tasks, config.samples_per_op, config.sampling, config.seed);
+  const std::vector<const Task*>& sample_tasks = sampled.tasks;
+  const std::vector<std::string> texts = sampled.texts();
   std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, texts, config.check_threads);
   if (config.timing_checker) {
     for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx)

@@ -89,6 +89,33 @@ std::string GrpoStepMetrics::to_json() const {
   return j.dump();
 }
 
+std::vector<std::string> TaskSamples::texts() const {
+  std::vector<std::string> out;
+  for (const auto& completion : completions) out.push_back(completion.text);
+  return out;
+}
+
+TaskSamples sample_each_task(TrainablePolicy& policy, const std::vector<Task>& tasks, int count,
+                         const SamplingConfig& sampling, uint64_t base_seed) {
+  TaskSamples out;
+  std::vector<uint64_t> seeds;
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    out.prompts.push_back(policy.encode(tasks[task_idx].prompt));
+    seeds.push_back(base_seed + 7919ull * task_idx);
+  }
+  auto groups = policy.sample_many(out.prompts, count, sampling, seeds);
+  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
+    if (static_cast<int>(groups[task_idx].size()) != count)
+      throw std::runtime_error("policy returned " + std::to_string(groups[task_idx].size()) + " samples, asked for " +
+                               std::to_string(count));
+    for (auto& completion : groups[task_idx]) {
+      out.tasks.push_back(&tasks[task_idx]);
+      out.completions.push_back(std::move(completion));
+    }
+  }
+  return out;
+}
+
 std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<const Task*>& tasks,
                                          const std::vector<std::string>& completions, int threads,
                                          const std::vector<uint64_t>& secret_seeds) {
@@ -153,36 +180,19 @@ GrpoStepMetrics GrpoTrainer::step(const std::vector<Task>& tasks) {
 
   // 1. Sample G completions per task from the current weights.
   auto phase_start = std::chrono::steady_clock::now();
-  std::vector<std::vector<int64_t>> prompts;
-  std::vector<Completion> completions;
-  std::vector<const Task*> sample_tasks;
-  std::vector<std::vector<int64_t>> task_prompts;
-  std::vector<uint64_t> seeds;
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    task_prompts.push_back(impl_->policy.encode(tasks[task_idx].prompt));
-    seeds.push_back(config.seed + 1000003ull * metrics.step + 7919ull * task_idx);
-  }
-  // Every task's group decodes as one batch (TrainablePolicy::sample_many).
-  auto groups = impl_->policy.sample_many(task_prompts, group, config.sampling, seeds);
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    const std::vector<int64_t>& prompt = task_prompts[task_idx];
-    std::vector<Completion>& group_samples = groups[task_idx];
-    if (static_cast<int>(group_samples.size()) != group)
-      throw std::runtime_error("policy returned " + std::to_string(group_samples.size()) + " samples, asked for " +
-                               std::to_string(group));
-    for (auto& completion : group_samples) {
-      prompts.push_back(prompt);
-      completions.push_back(std::move(completion));
-      sample_tasks.push_back(&tasks[task_idx]);
-    }
-  }
+  TaskSamples sampled =
+      sample_each_task(impl_->policy, tasks, group, config.sampling, config.seed + 1000003ull * metrics.step);
+  std::vector<Completion>& completions = sampled.completions;
+  const std::vector<const Task*>& sample_tasks = sampled.tasks;
+  std::vector<std::vector<int64_t>> prompts;  // per sample, for scoring
+  for (size_t sample_idx = 0; sample_idx < completions.size(); ++sample_idx)
+    prompts.push_back(sampled.prompts[sample_idx / group]);
   metrics.samples = completions.size();
   metrics.sample_seconds = seconds_since(phase_start);
 
   // 2. Check every sample, several sandboxes at once.
   phase_start = std::chrono::steady_clock::now();
-  std::vector<std::string> texts;
-  for (const auto& completion : completions) texts.push_back(completion.text);
+  std::vector<std::string> texts = sampled.texts();
   std::vector<CheckSummary> checks = check_parallel(impl_->checker, sample_tasks, texts, config.check_threads);
   metrics.check_seconds = seconds_since(phase_start);
 

@@ -90,6 +90,20 @@ class GrpoTrainer {
   std::unique_ptr<Impl> impl_;
 };
 
+//! `count` samples of every task's prompt, flat and task by task: sample s is of tasks[s / count].
+struct TaskSamples {
+  std::vector<std::vector<int64_t>> prompts;  //!< per task: its encoded prompt
+  std::vector<const Task*> tasks;             //!< per sample: its task (what check_parallel takes)
+  std::vector<Completion> completions;        //!< per sample
+  std::vector<std::string> texts() const;     //!< per sample: the completion's text
+};
+
+//! Samples `count` completions of each task's prompt, every task decoded together
+//! (TrainablePolicy::sample_many), task i with seed base_seed + 7919 * i. Throws when the
+//! policy returns another count.
+TaskSamples sample_each_task(TrainablePolicy& policy, const std::vector<Task>& tasks, int count,
+                         const SamplingConfig& sampling, uint64_t base_seed);
+
 //! Checks every (task, completion) pair with up to `threads` checks at once; results in input order.
 //! `secret_seeds`, when given (one per pair), re-checks with those seeds (Checker::recheck).
 std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<const Task*>& tasks,

@@ -92,21 +92,10 @@ RftRoundMetrics RftTrainer::round(const std::vector<Task>& tasks) {
 
   // 1. Sample n per task from the current weights (seeds differ by round and task).
   auto phase_start = std::chrono::steady_clock::now();
-  std::vector<std::string> texts;
-  std::vector<const Task*> sample_tasks;
-  std::vector<std::vector<int64_t>> prompts;
-  std::vector<uint64_t> seeds;
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    prompts.push_back(impl_->policy.encode(tasks[task_idx].prompt));
-    seeds.push_back(config.seed + 1000003ull * metrics.round + 7919ull * task_idx);
-  }
-  auto groups = impl_->policy.sample_many(prompts, config.samples_per_task, config.sampling, seeds);
-  for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
-    for (auto& completion : groups[task_idx]) {
-      texts.push_back(std::move(completion.text));
-      sample_tasks.push_back(&tasks[task_idx]);
-    }
-  }
+  TaskSamples sampled = sample_each_task(impl_->policy, tasks, config.samples_per_task, config.sampling,
+                                     config.seed + 1000003ull * metrics.round);
+  std::vector<std::string> texts = sampled.texts();
+  const std::vector<const Task*>& sample_tasks = sampled.tasks;
   metrics.samples = texts.size();
   metrics.sample_seconds = seconds_since(phase_start);
 
