@@ -14,7 +14,9 @@ Anything that cannot be converted exits with status 2 and one line saying what.
 """
 import argparse
 import ast
+import bisect
 import contextlib
+import dis
 import inspect
 import io
 import json
@@ -32,9 +34,25 @@ try:
 except ImportError as exc:  # pragma: no cover
     sys.exit(f"import_kernelbench: needs PyTorch (Debian: apt-get install python3-torch): {exc}")
 
+from kernelbench_builtins import (DECOMPOSED, DROP_KWARGS, LOSS_MODULES, ConvertError, decompose, einsum,
+                                  literal, scaled_dot_product_attention)
 
-class ConvertError(Exception):
-    """A problem the importer cannot turn into a kforge op; the message says why."""
+
+def _proxy_iter(self):
+    """torch.fx.Proxy.__iter__ as torch 2.x has it: `b, c, h, w = x.shape` unpacks into
+    getitem nodes. torch 1.13 (Debian 12) finds the UNPACK_SEQUENCE by f_lasti // 2, which
+    Python 3.11's inline caches break ("list index out of range")."""
+    calling_frame = inspect.currentframe().f_back
+    instructions = list(dis.get_instructions(calling_frame.f_code))
+    offsets = [inst.offset for inst in instructions]
+    inst = instructions[bisect.bisect_left(offsets, calling_frame.f_lasti)]
+    if inst.opname == "UNPACK_SEQUENCE":
+        return (self[i] for i in range(inst.argval))
+    return self.tracer.iter(self)
+
+
+if sys.version_info >= (3, 11) and int(torch.__version__.split(".")[0]) < 2:
+    torch.fx.proxy.Proxy.__iter__ = _proxy_iter
 
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
@@ -44,10 +62,10 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 TENSOR_ATTRS = {"shape": "{}.size()", "T": "{}.t()", "mT": "{}.transpose(-2, -1)", "ndim": "{}.dim()",
                 "dtype": "{}.dtype", "device": "{}.device",
                 "values": "{}[0]", "indices": "{}[1]"}  # torch.max(x, 1).values
+# torch.min / max / minimum / maximum of a tensor and a number, as the elementwise bound.
+SCALAR_BOUNDS = {"min": "clamp_max", "minimum": "clamp_max", "max": "clamp_min", "maximum": "clamp_min"}
 # Keyword arguments dropped when None (their builtin default, or not optional in the builtin).
 NONE_KWARGS = {"out", "dtype", "layout", "device", "memory_format", "generator"}
-# Keyword arguments of torch.nn.functional that aten builtins do not take.
-DROP_KWARGS = {"inplace", "_stacklevel"}
 # Dropout is taken as the identity (its eval form): a random mask cannot be verified.
 IDENTITY_MODULES = (nn.Identity, nn.Dropout, nn.Dropout1d if hasattr(nn, "Dropout1d") else nn.Dropout,
                     nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout)
@@ -63,25 +81,13 @@ ACTIVATION_MODULES = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu", nn.Tanh
                       nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SELU: "selu"}
 
 
-def literal(value):
-    """A Python constant as TorchScript source."""
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, float):
-        if math.isinf(value) or math.isnan(value):
-            raise ConvertError(f"non-finite constant {value} in forward")
-        return repr(value)
-    if isinstance(value, (int, str)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
-    if isinstance(value, slice):
-        parts = ["" if p is None else literal(p) for p in (value.start, value.stop)]
-        text = ":".join(parts)
-        return text + (":" + literal(value.step) if value.step is not None else "")
-    if value is Ellipsis:
-        return "..."
-    raise ConvertError(f"cannot express constant {value!r} ({type(value).__name__}) in TorchScript")
+def is_number(text):
+    """Whether an emitted expression is a numeric literal."""
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def ident(name):
@@ -139,6 +145,8 @@ class Emitter:
             return self.arg(node.args[0])  # inference: dropout is the identity
         module = getattr(target, "__module__", "") or ""
         name = getattr(target, "__name__", None)
+        if name in DECOMPOSED and (module.startswith("torch") or target is scaled_dot_product_attention):
+            return decompose(name, node.args, node.kwargs, self.arg)
         if name and (module.startswith("torch.nn.functional") or module == "torch" or
                      module.startswith("torch._C") or module == "torch.functional"):
             if name.startswith("_"):
@@ -147,6 +155,14 @@ class Emitter:
                       if not (v is None and (module.startswith("torch.nn") or k in NONE_KWARGS))}
             if name == "norm":
                 return self.norm_call(node, kwargs)
+            if name == "einsum":
+                return einsum(node.args, self.arg)
+            if name in SCALAR_BOUNDS and len(node.args) == 2 and not kwargs:
+                # torch.min(x, torch.tensor(0.5)): the constant became a number, and
+                # aten::min has no (Tensor, Scalar) form; clamp_max is that elementwise bound.
+                bound = self.arg(node.args[1])
+                if is_number(bound):
+                    return f"torch.{SCALAR_BOUNDS[name]}({self.arg(node.args[0])}, {bound})"
             return self.call(f"torch.{name}", node.args, kwargs)
         raise ConvertError(f"forward calls {module}.{name or target}, which has no TorchScript builtin")
 
@@ -218,6 +234,12 @@ class Emitter:
                 raise ConvertError(f"{prefix}: {type(mod).__name__} without dim (implicit dim is deprecated)")
             fn = "softmax" if isinstance(mod, nn.Softmax) else "log_softmax"
             return self.call(f"torch.{fn}", [x, mod.dim], {})
+        if type(mod) in LOSS_MODULES:
+            fn, attrs = LOSS_MODULES[type(mod)]
+            kwargs = {attr: getattr(mod, attr) for attr in attrs}
+            if getattr(mod, "weight", None) is not None:
+                raise ConvertError(f"{prefix}: {type(mod).__name__} with class weights")
+            return decompose(fn, node.args, kwargs, self.arg)
         if type(mod) is nn.Flatten:
             return self.call("torch.flatten", [x, mod.start_dim, mod.end_dim], {})
         if type(mod) is nn.Linear:
@@ -243,7 +265,7 @@ class Emitter:
         raise ConvertError(f"submodule '{prefix}' is a {type(mod).__module__}.{type(mod).__name__}, "
                            "which the importer does not convert (supported: Linear, the conv family incl. transposed, "
                            "Batch/Instance/Group/LayerNorm, Max/Avg/AdaptiveAvg pooling, Embedding, Flatten, "
-                           "Softmax/LogSoftmax, Dropout, Identity, common activations)")
+                           "Softmax/LogSoftmax, Dropout, Identity, common activations, the common losses)")
 
     def norm(self, mod, prefix, x):
         """BatchNorm and InstanceNorm as KernelBench runs them: Model is never put in eval mode,
@@ -339,7 +361,7 @@ def describe_dist(tensor, is_param, known=None):
     if tensor.dtype in (torch.int32, torch.int64):
         return {"randint": [int(tensor.min()), int(tensor.max()) + 1]}
     if tensor.dtype == torch.bool:
-        raise ConvertError("boolean inputs are not supported by the importer")
+        return {"randint": [0, 2]}  # the op format draws bool inputs as 0 / 1
     t = tensor.detach().double().flatten()
     lo, hi = float(t.min()), float(t.max())
     mean, std = float(t.mean()), float(t.std()) if t.numel() > 1 else 0.0
@@ -424,7 +446,8 @@ def read_problem(path):
 
 def sizes_of(code):
     """Module-level names bound to an int literal or int arithmetic (batch_size = 4096,
-    N = 2048 * 2, height = width = 128): the knobs that scale a problem."""
+    N = 2048 * 2, height = width = 128), and each int of a tuple of ints (input_shape =
+    (32768,) gives "input_shape[0]"): the knobs that scale a problem."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -438,27 +461,39 @@ def sizes_of(code):
                 continue
             if type(value) is int:
                 knobs += [(t.id, value) for t in stmt.targets]
+            elif isinstance(value, tuple) and value and all(type(v) is int for v in value):
+                knobs += [(f"{t.id}[{idx}]", v) for t in stmt.targets for idx, v in enumerate(value)]
     return dict(knobs)
 
 
 def rewrite_sizes(code, overrides):
     """The problem's source with some module-level sizes replaced: each override is assigned
     right after the original line, so values derived from it later (bias_shape = (C, 1, 1))
-    follow."""
+    follow. A tuple knob ("input_shape[0]") rebinds the whole tuple with that item replaced."""
     if not overrides:
         return code
     tree = ast.parse(code)
     body = []
     for stmt in tree.body:
         body.append(stmt)
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name) and target.id in overrides:
-                    assign = ast.Assign(targets=[ast.Name(target.id, ast.Store())],
-                                        value=ast.Constant(overrides[target.id]))
-                    for node in ast.walk(assign):
-                        ast.copy_location(node, stmt)
-                    body.append(assign)
+        if not isinstance(stmt, ast.Assign):
+            continue
+        for target in stmt.targets:
+            if not isinstance(target, ast.Name):
+                continue
+            items = {int(k[len(target.id) + 1:-1]): v for k, v in overrides.items()
+                     if k.startswith(target.id + "[")}
+            if target.id in overrides:
+                value = ast.Constant(overrides[target.id])
+            elif items:
+                value = ast.Tuple([ast.Constant(items.get(idx, v)) for idx, v in enumerate(
+                    eval(compile(ast.Expression(stmt.value), "<size>", "eval"), {}))], ast.Load())
+            else:
+                continue
+            assign = ast.Assign(targets=[ast.Name(target.id, ast.Store())], value=value)
+            for node in ast.walk(assign):
+                ast.copy_location(node, stmt)
+            body.append(assign)
     tree.body = body
     return ast.fix_missing_locations(tree)
 
@@ -516,13 +551,32 @@ class Instance:
         return [v.numel() for v in self.tensors] + [self.state[q].numel() for q in params.values()]
 
 
+class ConstantsOnAnyDevice:
+    """While tracing, `torch.tensor(v, device=x.device)` makes its constant without the
+    device: x.device is a proxy there, and the constant is written as a literal anyway."""
+
+    def __enter__(self):
+        self.saved = torch.tensor
+
+        def tensor(data, *args, **kwargs):
+            if isinstance(kwargs.get("device"), torch.fx.Proxy):
+                del kwargs["device"]
+            return self.saved(data, *args, **kwargs)
+        torch.tensor = tensor
+        return self
+
+    def __exit__(self, *exc):
+        torch.tensor = self.saved
+
+
 def trace(instance):
     names = inspect.signature(instance.model.forward).parameters
     arg_names = [n for n in names if names[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
                                                        inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     concrete = {arg_names[pos]: value for pos, value in instance.constants.items() if pos < len(arg_names)}
     try:
-        traced = torch.fx.symbolic_trace(instance.model, concrete_args=concrete or None)
+        with ConstantsOnAnyDevice():
+            traced = torch.fx.symbolic_trace(instance.model, concrete_args=concrete or None)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConvertError(f"forward cannot be traced (data-dependent control flow or Python-side logic): {first}")
@@ -576,17 +630,27 @@ def fit_sizes(path, code, fits):
         candidates = [k for k in knobs if k not in frozen and overrides.get(k, knobs[k]) >= 2]
         if not candidates:
             break
-        name = max(candidates, key=lambda k: overrides.get(k, knobs[k]))
-        trial = dict(overrides, **{name: overrides.get(name, knobs[name]) // 2})
-        try:
-            instance = Instance(path, code, trial, meta=True)
-            trace(instance)
-            # A halving that makes forward fail where it ran (predictions * targets broadcasting
-            # only because two sizes are equal) is kept off.
-            if instance.largest is None and runs:
-                raise ConvertError("forward fails at the halved size")
-            overrides = trial
-        except ConvertError:
+        # Plain sizes (batch_size) scale first; an item of a shape tuple only when none is
+        # left, so a reduced dim keeps its length where the batch can give way.
+        plain = [k for k in candidates if "[" not in k]
+        name = max(plain or candidates, key=lambda k: overrides.get(k, knobs[k]))
+        current = overrides.get(name, knobs[name])
+        # Alone first; then with every knob of the same value (predictions * targets
+        # broadcasts only while batch_size == input_shape[0], so those halve together).
+        tied = [k for k in candidates if overrides.get(k, knobs[k]) == current]
+        for group in ([name], tied) if len(tied) > 1 else ([name],):
+            trial = dict(overrides, **{k: current // 2 for k in group})
+            try:
+                instance = Instance(path, code, trial, meta=True)
+                trace(instance)
+                # A halving that makes forward fail where it ran is kept off.
+                if instance.largest is None and runs:
+                    raise ConvertError("forward fails at the halved size")
+                overrides = trial
+                break
+            except ConvertError:
+                continue
+        else:
             frozen.add(name)
     raise ConvertError("cannot scale the problem's sizes down far enough (module-level sizes: "
                        f"{', '.join(f'{k}={v}' for k, v in knobs.items()) or 'none'})")

@@ -58,7 +58,9 @@ std::vector<c10::IValue> make_inputs(const json& op, const json& shapes = json()
     auto shape = (shapes.is_object() ? shapes[input["name"].get<std::string>()] : input["shape"])
                      .get<std::vector<int64_t>>();
     const json& dist = input["dist"];
-    if (dist.is_object() && dist.contains("randint"))
+    if (input["dtype"] == "bool")
+      args.emplace_back(at::randint(0, 2, shape, at::TensorOptions().dtype(at::kLong)).to(at::kBool));
+    else if (dist.is_object() && dist.contains("randint"))
       args.emplace_back(at::randint(dist["randint"][0].get<int64_t>(), dist["randint"][1].get<int64_t>(), shape,
                                     at::TensorOptions().dtype(at::kLong)));
     else
@@ -220,6 +222,78 @@ TEST_F(ImportKernelBench, TransposedConvInstanceAndGroupNormAvgPoolConvert) {
   EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{4, 16, 6, 10, 10}));
 }
 
+// KernelBench's losses become the builtins they are made of; libtorch's own loss functions,
+// run here on the same inputs, give the same number (the importer checked against Python's).
+TEST_F(ImportKernelBench, LossesBecomeTheBuiltinsTheyAreMadeOf) {
+  json op = import_op("losses");
+  ASSERT_FALSE(op.is_null());
+  const std::string source = op["source"];
+  for (const char* call : {"torch.gather(torch.log_softmax(predictions, 1), 1, labels.unsqueeze(1))", "torch.where(",
+                           "torch.norm(predictions - negative + 1e-06, 2.0, [-1], False)", "torch.clamp_min("})
+    EXPECT_NE(source.find(call), std::string::npos) << call << " in " << source;
+  for (const char* builtin : {"torch.smooth_l1_loss", "torch.kl_div", "torch.cross_entropy", "torch.triplet_margin"})
+    EXPECT_EQ(source.find(builtin), std::string::npos) << builtin << " is decomposed: " << source;
+  EXPECT_EQ(op["inputs"][2]["dtype"], "int64");
+  for (const json& shapes : {json(), op["extra_shapes"].at(0)}) {
+    auto inputs = make_inputs(op, shapes);
+    auto unit = torch::jit::compile(source);
+    at::Tensor got = unit->get_function("forward")(inputs).toTensor();
+    at::Tensor p = inputs[0].toTensor(), t = inputs[1].toTensor(), labels = inputs[2].toTensor(),
+               negative = inputs[3].toTensor();
+    at::Tensor expected = at::smooth_l1_loss(p, t, at::Reduction::Mean, 0.5) +
+                          at::kl_div(at::log(at::softmax(p, 1)), at::softmax(t, 1), at::Reduction::Sum) / p.size(0) +
+                          at::cross_entropy_loss(p, labels) +
+                          at::triplet_margin_loss(p, t, negative, 0.75, 2, 1e-6, false, at::Reduction::Mean);
+    EXPECT_NEAR(got.item<double>(), expected.item<double>(), 1e-4 * (1 + std::abs(expected.item<double>())))
+        << shapes.dump();
+  }
+}
+
+// scaled_dot_product_attention as softmax(q k^T / sqrt(d)) v, `b, h, s, d = x.shape` as
+// sizes, and torch.min against torch.tensor(0.25, device=x.device) as clamp_max.
+TEST_F(ImportKernelBench, AttentionShapeUnpackingAndDeviceConstantsConvert) {
+  json op = import_op("attention_unpack");
+  ASSERT_FALSE(op.is_null());
+  const std::string source = op["source"];
+  EXPECT_NE(source.find("torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.3535"), std::string::npos) << source;
+  EXPECT_NE(source.find("torch.clamp_max("), std::string::npos) << source;
+  auto inputs = make_inputs(op);
+  auto unit = torch::jit::compile(source);
+  at::Tensor got = unit->get_function("forward")(inputs).toTensor();
+  at::Tensor q = inputs[0].toTensor(), k = inputs[1].toTensor(), v = inputs[2].toTensor();
+  at::Tensor attention = at::matmul(at::softmax(at::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0), -1), v);
+  at::Tensor expected = attention.transpose(1, 2).reshape({2, 16, 32}).clamp_max(0.25);
+  EXPECT_TRUE(at::allclose(got, expected, 1e-5, 1e-5)) << (got - expected).abs().max().item<double>();
+}
+
+// A bool mask is an input drawn as 0 / 1; a 32768 x 32768 problem whose broadcast needs
+// batch_size == input_shape[0] scales down with the two halved together.
+TEST_F(ImportKernelBench, BoolMaskAndSizesThatHalveTogether) {
+  json op = import_op("masked_hinge");
+  ASSERT_FALSE(op.is_null());
+  EXPECT_EQ(op["inputs"][0]["shape"], json({16384, 16384})) << "at the op format's 2^28-element limit";
+  EXPECT_EQ(op["inputs"][1]["shape"], json({16384}));
+  EXPECT_EQ(op["inputs"][2]["dtype"], "bool");
+  EXPECT_EQ(op["inputs"][2]["dist"], json({{"randint", {0, 2}}}));
+  ASSERT_FALSE(op["extra_shapes"].empty());
+  at::Tensor out = run_op(op, op["extra_shapes"][0]);
+  EXPECT_EQ(out.dim(), 0);
+  EXPECT_GT(out.item<float>(), 0.0f);
+}
+
+TEST_F(ImportKernelBench, EinsumsThatAreOneMatmulBecomeMatmul) {
+  json op = import_op("einsum_matmul");
+  ASSERT_FALSE(op.is_null());
+  const std::string source = op["source"];
+  EXPECT_NE(source.find("torch.matmul(a, b.transpose(-2, -1))"), std::string::npos) << source;
+  EXPECT_NE(source.find("torch.matmul(a, c)"), std::string::npos) << source;
+  auto inputs = make_inputs(op);
+  at::Tensor got = torch::jit::compile(source)->get_function("forward")(inputs).toTensor();
+  at::Tensor a = inputs[0].toTensor(), b = inputs[1].toTensor(), c = inputs[2].toTensor();
+  at::Tensor expected = at::einsum("bij,bkj->bik", {a, b}) + at::einsum("bik,kj->bij", {a, c});
+  EXPECT_TRUE(at::allclose(got, expected, 1e-5, 1e-5));
+}
+
 // bench/kernelbench/run.py over a level made of this folder's fixtures: counts, the tallied
 // refusal and lowering reasons, and the per-problem import cache on a second run.
 TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
@@ -228,7 +302,8 @@ TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
   fs::remove_all(root);
   fs::create_directories(root / "KernelBench" / "level1");
   int number = 1;
-  for (const char* name : {"linear_relu", "conv_bn_pool", "bad_module", "bad_list_input", "tril_matmul"})
+  for (const char* name :
+       {"linear_relu", "conv_bn_pool", "bad_module", "bad_list_input", "tril_matmul", "exclusive_cumsum"})
     fs::copy_file(problem(name), root / "KernelBench" / "level1" / (std::to_string(number++) + "_" + name + ".py"));
   std::vector<std::string> cmd = {python_with_torch(),
                                   std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py",
@@ -248,15 +323,15 @@ TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
   std::ifstream in(root / "out.json");
   json result = json::parse(in);
   const json& level = result["level1"];
-  EXPECT_EQ(level["problems"], 5);
-  EXPECT_EQ(level["imported"], 3) << level.dump(1);
-  // linear_relu and conv_bn_pool (conv2d, batch norm, max and global average pooling) lower;
-  // tril has no teacher lowering.
-  EXPECT_EQ(level["lowered"], 2) << level.dump(1);
+  EXPECT_EQ(level["problems"], 6);
+  EXPECT_EQ(level["imported"], 4) << level.dump(1);
+  // linear_relu, conv_bn_pool (conv2d, batch norm, max and global average pooling) and
+  // tril(a @ b) lower; a size used as data (x.size(1) - 1) does not.
+  EXPECT_EQ(level["lowered"], 3) << level.dump(1);
   EXPECT_EQ(level["refusal_reasons"]["module LSTM"], 1) << level.dump(1);
   EXPECT_EQ(level["refusal_reasons"]["input of type list"], 1) << level.dump(1);
   ASSERT_EQ(level["lowering_failures"].size(), 1u) << level.dump(1);
-  EXPECT_NE(level["lowering_failures"].begin().key().find("aten::tril"), std::string::npos) << level.dump(1);
+  EXPECT_NE(level["lowering_failures"].begin().key().find("size used as data"), std::string::npos) << level.dump(1);
   EXPECT_TRUE(level["verified_share"].is_null()) << "nothing was checked";
   EXPECT_TRUE(result["complete"].get<bool>());
 
@@ -265,7 +340,7 @@ TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
   ASSERT_EQ(status2, 0) << out2;
   std::ifstream again(root / "out.json");
   json second = json::parse(again);
-  EXPECT_EQ(second["level1"]["imported"], 3);
+  EXPECT_EQ(second["level1"]["imported"], 4);
   for (size_t idx = 0; idx < second["rows"].size(); ++idx)
     EXPECT_EQ(second["rows"][idx]["import_s"], result["rows"][idx]["import_s"]) << "import redone: " << idx;
   fs::remove_all(root);

@@ -1,5 +1,5 @@
-# KernelBench-format problem (test fixture): the lower triangle of a matrix product, which the
-# teacher does not lower (aten::tril): bench/kernelbench/run.py tallies it as a lowering failure.
+# KernelBench-format problem (test fixture): the lower triangle of a matrix product; the
+# teacher runs the matmul alone and masks its result in a pointwise stage (aten::tril).
 import torch
 import torch.nn as nn
 
