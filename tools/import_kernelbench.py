@@ -75,6 +75,8 @@ POOL_MODULES = {nn.MaxPool1d: ("max_pool1d", 1), nn.MaxPool2d: ("max_pool2d", 2)
                 nn.AvgPool1d: ("avg_pool1d", 1), nn.AvgPool2d: ("avg_pool2d", 2), nn.AvgPool3d: ("avg_pool3d", 3),
                 nn.AdaptiveAvgPool1d: ("adaptive_avg_pool1d", 1), nn.AdaptiveAvgPool2d: ("adaptive_avg_pool2d", 2),
                 nn.AdaptiveAvgPool3d: ("adaptive_avg_pool3d", 3)}
+# Functional adaptive average pools: spatial rank, to spread an int output size.
+ADAPTIVE_POOL_RANK = {"adaptive_avg_pool1d": 1, "adaptive_avg_pool2d": 2, "adaptive_avg_pool3d": 3}
 ACTIVATION_MODULES = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu", nn.Tanh: "tanh",
                       nn.Sigmoid: "sigmoid", nn.Mish: "mish", nn.Softplus: "softplus",
                       nn.ELU: "elu", nn.Hardtanh: "hardtanh", nn.LeakyReLU: "leaky_relu",
@@ -157,6 +159,13 @@ class Emitter:
                 return self.norm_call(node, kwargs)
             if name == "einsum":
                 return einsum(node.args, self.arg)
+            if name in ADAPTIVE_POOL_RANK and len(node.args) >= 2:
+                # F.adaptive_avg_pool2d(x, 1): aten's builtin takes one size per spatial dim.
+                size = node.args[1]
+                size = [size] * ADAPTIVE_POOL_RANK[name] if isinstance(size, int) else list(size)
+                if None in size:
+                    raise ConvertError(f"{name} with a None output size")
+                return self.call(f"torch.{name}", (node.args[0], size) + tuple(node.args[2:]), kwargs)
             if name in SCALAR_BOUNDS and len(node.args) == 2 and not kwargs:
                 # torch.min(x, torch.tensor(0.5)): the constant became a number, and
                 # aten::min has no (Tensor, Scalar) form; clamp_max is that elementwise bound.

@@ -281,6 +281,14 @@ TEST_F(ImportKernelBench, BoolMaskAndSizesThatHalveTogether) {
   EXPECT_GT(out.item<float>(), 0.0f);
 }
 
+TEST_F(ImportKernelBench, FunctionalAdaptivePoolGetsASizePerSpatialDim) {
+  json op = import_op("functional_pool");
+  ASSERT_FALSE(op.is_null());
+  EXPECT_NE(op["source"].get<std::string>().find("torch.adaptive_avg_pool2d(relu, [1, 1])"), std::string::npos)
+      << op["source"];
+  EXPECT_EQ(run_op(op).sizes().vec(), (std::vector<int64_t>{4, 8}));
+}
+
 TEST_F(ImportKernelBench, EinsumsThatAreOneMatmulBecomeMatmul) {
   json op = import_op("einsum_matmul");
   ASSERT_FALSE(op.is_null());
