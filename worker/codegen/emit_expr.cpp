@@ -182,6 +182,18 @@ std::string ExprEmitter::compute(int id, const std::vector<std::string>& coords,
   // Evaluating an operand may visit a hoisted node: helper lines of this node (gelu's erf)
   // go to this node's scope.
   const bool outer = hoist && hoist(id);
+  if (node.kind == NodeKind::unary && (node.op == "tril" || node.op == "triu")) {
+    // Keeps x where column - row <= diagonal (tril) or >= diagonal (triu), else 0: the
+    // last two output coordinates, so the stage computes them (partition keeps these in
+    // pointwise and window stages).
+    if (!on_coords || coords.size() < 2) throw std::logic_error("tril / triu outside a stage with coordinates");
+    on_coords();
+    std::string a = f(0);
+    current_outer_ = outer;
+    const std::string keep = "(" + coords[coords.size() - 1] + " - " + coords[coords.size() - 2] + ") " +
+                             (node.op == "tril" ? "<=" : ">=") + " " + std::to_string(static_cast<int64_t>(node.scalar));
+    return triton ? "tl.where(" + keep + ", " + a + ", 0.0)" : "(" + keep + " ? " + a + " : 0.0f)";
+  }
   if (node.kind == NodeKind::unary) {
     std::string a = f(0);
     current_outer_ = outer;

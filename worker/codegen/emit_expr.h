@@ -67,6 +67,9 @@ class ExprEmitter {
   std::function<bool(int id)> hoist;
   //! Called when a view or a concat is crossed (pointwise stages track contiguity).
   std::function<void()> on_view;
+  //! Called when a node's value depends on its own output coordinates (tril / triu): the
+  //! stage must compute them. Unset outside stages that have them (pointwise, window).
+  std::function<void()> on_coords;
   //! The kernel's name for a size (flip and cat coordinates need it); unset outside pointwise stages.
   std::function<std::string(const Dim& dim)> dim;
   //! Nodes whose value already sits in a variable (reduction results, matmul accumulators).

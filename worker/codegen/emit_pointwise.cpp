@@ -88,10 +88,10 @@ std::string vector_body(const std::function<ExprEmitter(int)>& make, int root, c
 
 // ------------------------------------------------------------- scan, arg_reduce
 
-// A running sum in a register: one read and one write per element.
+// A running sum (product) in a register: one read and one write per element.
 std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
   const Node& node = g_.nodes[stage.anchor];
-  if (node.op != "sum") {
+  if (node.op != "sum" && node.op != "prod") {
     err = "scan op " + node.op + " has no emission";
     return "";
   }
@@ -100,10 +100,11 @@ std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, st
   std::string len, step;
   std::ostringstream body;
   body << line_start(k, node.shape, node.axes.at(0), s_.work_group, d_, len, step);
-  body << "  float acc = 0.0f;\n";
+  const bool prod = node.op == "prod";
+  body << "  float acc = " << (prod ? "1.0f" : "0.0f") << ";\n";
   if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
   body << "  for (int r = 0; r < " << len << "; ++r) {\n";
-  body << "    acc += " << src << "[base + " << step << "];\n";
+  body << "    acc " << (prod ? "*=" : "+=") << " " << src << "[base + " << step << "];\n";
   body << "    " << k.output_buffer << "[base + " << step << "] = acc;\n";
   body << "  }\n";
   k.body = body.str();
@@ -151,6 +152,10 @@ ExprEmitter ProgramEmitter::element_emitter(const Stage& stage, Kernel& k, const
   ExprEmitter e = expr(vec, counter);
   e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
   e.on_view = [&contiguous] { contiguous = false; };
+  e.on_coords = [&need_coords, &contiguous] {
+    need_coords = true;
+    contiguous = false;
+  };
   e.dim = [&k](const Dim& d) { return k.dim(d); };
   e.load = [this, &k, &coords, &out_shape, &need_coords, &contiguous, rank, vec](
                int id, const std::vector<std::string>& c) -> std::string {

@@ -239,6 +239,7 @@ ExprEmitter TritonEmitter::element_expr(const Stage& stage, TritonKernel& k, con
   const int rank = static_cast<int>(out_shape.size());
   ExprEmitter e = expr(counter, stage.root);
   e.dim = [this, &k](const Dim& d) { return dim(k, d); };
+  e.on_coords = [&need_coords] { need_coords = true; };
   e.load = [this, &k, &coords, &out_shape, &need_coords, rank](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
     bool linear = static_cast<int>(c.size()) == rank && c == coords;
@@ -337,15 +338,19 @@ TritonEmitter::LastDimLines TritonEmitter::last_dim_lines(TritonKernel& k, const
   return out;
 }
 
-// cumsum along one dim. Last dim: ROWS lines per program, chunks of BLOCK scanned with
-// tl.cumsum plus the running total of the chunks before. Another dim: IB adjacent lines
-// per program, RB steps per [RB, IB] tile (contiguous loads), the same carry.
+// cumsum / cumprod along one dim. Last dim: ROWS lines per program, chunks of BLOCK
+// scanned with tl.cumsum (tl.cumprod) plus (times) the running total of the chunks before.
+// Another dim: IB adjacent lines per program, RB steps per [RB, IB] tile (contiguous
+// loads), the same carry. A product's carry is the scanned chunk's last line: masked
+// elements load as 1, so that line holds the whole chunk's product.
 void TritonEmitter::scan(const Stage& stage, const std::string& name, std::string& err) {
   const Node& node = g_.nodes[stage.anchor];
-  if (node.op != "sum") {
+  if (node.op != "sum" && node.op != "prod") {
     err = "scan op " + node.op + " has no emission";
     return;
   }
+  const bool prod = node.op == "prod";
+  const std::string identity = prod ? "1.0" : "0.0";
   TritonKernel k = kernel(name);
   const std::string src = k.buffer(forward_buffer(node.args[0]));
   const std::string out = k.output(buffer_of_.at(stage.root));
@@ -361,13 +366,19 @@ void TritonEmitter::scan(const Stage& stage, const std::string& name, std::strin
       return;
     }
     const auto [rows, block] = last_dim_lines(k, outer, body);
-    body << "    carry = tl.zeros([" << rows << ", 1], dtype=tl.float32)\n";
+    body << "    carry = tl.full([" << rows << ", 1], " << identity << ", dtype=tl.float32)\n";
     body << "    for r0 in range(0, " << len << ", " << block << "):\n";
     body << "        cols = r0 + tl.arange(0, " << block << ")[None, :]\n";
     body << "        fmask = rmask & (cols < " << len << ")\n";
-    body << "        vals = tl.load(" << src << " + rows * " << len << " + cols, mask=fmask, other=0.0)\n";
-    body << "        tl.store(" << out << " + rows * " << len << " + cols, tl.cumsum(vals, axis=1) + carry, mask=fmask)\n";
-    body << "        carry = carry + tl.sum(vals, axis=1, keep_dims=True)\n";
+    body << "        vals = tl.load(" << src << " + rows * " << len << " + cols, mask=fmask, other=" << identity << ")\n";
+    if (prod) {
+      body << "        scanned = tl.cumprod(vals, axis=1) * carry\n";
+      body << "        tl.store(" << out << " + rows * " << len << " + cols, scanned, mask=fmask)\n";
+      body << "        carry = tl.sum(tl.where(cols == r0 + " << block << " - 1, scanned, 0.0), axis=1, keep_dims=True)\n";
+    } else {
+      body << "        tl.store(" << out << " + rows * " << len << " + cols, tl.cumsum(vals, axis=1) + carry, mask=fmask)\n";
+      body << "        carry = carry + tl.sum(vals, axis=1, keep_dims=True)\n";
+    }
   } else {
     // [RB, IB] tiles: tl.cumsum down axis 0 plus the running total of the tiles above.
     const std::string inner_size = k.size(py(numel_expr(inner)), "inner");
@@ -380,13 +391,19 @@ void TritonEmitter::scan(const Stage& stage, const std::string& name, std::strin
     body << "    i = (pid % nib) * " << iblock << " + tl.arange(0, " << iblock << ")[None, :]\n";
     body << "    imask = i < " << inner_size << "\n";
     body << "    base = (pid // nib) * " << len << " * " << inner_size << " + i\n";
-    body << "    carry = tl.zeros([1, " << iblock << "], dtype=tl.float32)\n";
+    body << "    carry = tl.full([1, " << iblock << "], " << identity << ", dtype=tl.float32)\n";
     body << "    for r0 in range(0, " << len << ", " << rblock << "):\n";
     body << "        r = r0 + tl.arange(0, " << rblock << ")[:, None]\n";
     body << "        fmask = (r < " << len << ") & imask\n";
-    body << "        vals = tl.load(" << src << " + base + r * " << inner_size << ", mask=fmask, other=0.0)\n";
-    body << "        tl.store(" << out << " + base + r * " << inner_size << ", tl.cumsum(vals, axis=0) + carry, mask=fmask)\n";
-    body << "        carry = carry + tl.sum(vals, axis=0, keep_dims=True)\n";
+    body << "        vals = tl.load(" << src << " + base + r * " << inner_size << ", mask=fmask, other=" << identity << ")\n";
+    if (prod) {
+      body << "        scanned = tl.cumprod(vals, axis=0) * carry\n";
+      body << "        tl.store(" << out << " + base + r * " << inner_size << ", scanned, mask=fmask)\n";
+      body << "        carry = tl.sum(tl.where(r == r0 + " << rblock << " - 1, scanned, 0.0), axis=0, keep_dims=True)\n";
+    } else {
+      body << "        tl.store(" << out << " + base + r * " << inner_size << ", tl.cumsum(vals, axis=0) + carry, mask=fmask)\n";
+      body << "        carry = carry + tl.sum(vals, axis=0, keep_dims=True)\n";
+    }
   }
   k.body = body.str();
   kernels_.push_back(k);

@@ -370,8 +370,47 @@ class Importer {
     return view(a, src);
   }
 
+  // A view of `a` that swaps its last two dims (k.transpose(-2, -1)): its base, else -1.
+  int last_two_swapped(int a) const {
+    const Node& n = g_.nodes[a];
+    const int rank = static_cast<int>(n.src.size());
+    if (n.kind != NodeKind::view || !n.flip.empty() || rank < 2) return -1;
+    for (int axis = 0; axis < rank; ++axis) {
+      const int from = axis == rank - 1 ? rank - 2 : axis == rank - 2 ? rank - 1 : axis;
+      if (n.src[axis] != from) return -1;
+    }
+    return n.args[0];
+  }
+
+  // A matmul over several batch dims (attention's [B, H, S, D]) as a 3-d one over their
+  // product: each operand reshaped to [batch, rows, cols] (a swap of the last two dims is
+  // kept as a transposed read of the reshaped base, not a copy), the result reshaped back.
+  int batched_matmul(int a, int b) {
+    const Shape sa = shape(a), sb = shape(b);
+    const size_t rank = sa.size();
+    for (size_t axis = 0; axis + 2 < rank; ++axis)
+      if (sa[axis].value != sb[axis].value)
+        throw Unsupported("matmul with broadcast batch dims (rank " + std::to_string(rank) + ") is not supported");
+    const Dim batch = product_dim(Shape(sa.begin(), sa.end() - 2), "batch");
+    auto flat = [&](int x) {
+      const int base = last_two_swapped(x);
+      if (base < 0) {
+        const Shape& sx = shape(x);
+        return reshape(x, {batch, sx[rank - 2], sx[rank - 1]});
+      }
+      const Shape& sbase = shape(base);
+      return transpose(reshape(base, {batch, sbase[rank - 2], sbase[rank - 1]}), 1, 2);
+    };
+    int product = matmul(flat(a), flat(b));
+    Shape to(sa.begin(), sa.end() - 2);
+    to.push_back(sa[rank - 2]);
+    to.push_back(sb[rank - 1]);
+    return reshape(product, to);
+  }
+
   int matmul(int a, int b) {
     const Shape &sa = shape(a), &sb = shape(b);
+    if (sa.size() > 3 && sa.size() == sb.size()) return batched_matmul(a, b);
     Node node;
     node.kind = NodeKind::matmul;
     node.args = {a, b};
@@ -1035,12 +1074,18 @@ void Importer::visit(torch::jit::Node* node) {
     }
     return set(out, gather(x, idx, data_src, index_src, is));
   }
-  if (kind == "aten::cumsum") {
+  if (kind == "aten::tril" || kind == "aten::triu") {
+    // A unary node on the last two output coordinates (emit_expr.cpp); diagonal an int.
     int x = tensor(arg(0));
-    if (in.size() > 2 && !is_none(arg(2))) throw Unsupported("cumsum with a dtype is not supported");
+    if (shape(x).size() < 2) throw Unsupported(name + " needs a tensor of at least 2 dims");
+    return set(out, unary(name, x, in.size() > 1 ? number(arg(1)) : 0.0));
+  }
+  if (kind == "aten::cumsum" || kind == "aten::cumprod") {
+    int x = tensor(arg(0));
+    if (in.size() > 2 && !is_none(arg(2))) throw Unsupported(name + " with a dtype is not supported");
     Node node;
     node.kind = NodeKind::scan;
-    node.op = "sum";
+    node.op = kind == "aten::cumsum" ? "sum" : "prod";
     node.args = {x};
     node.axes = {axis_of(x, static_cast<int64_t>(number(arg(1))))};
     node.shape = shape(x);

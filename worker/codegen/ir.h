@@ -53,7 +53,7 @@ enum class NodeKind {
   matmul,    //!< args[0] @ args[1] (rank 1, 2 or 3); bias added as a separate binary node
   view,      //!< args[0] with dimensions rearranged: out dim k is in dim src[k] (-1: new size-1 dim); `flip` dims reversed
   concat,    //!< args joined along axes[0] (cat); every arg has the shape of the result except along that axis
-  scan,      //!< inclusive prefix `op` (sum) of args[0] along axes[0] (cumsum)
+  scan,      //!< inclusive prefix `op` (sum, prod) of args[0] along axes[0] (cumsum, cumprod)
   arg_reduce,  //!< index (int64) of the first `op` ("argmax"/"argmin") of args[0] along axes[0]
   gather,    //!< args[0] (data) read where data dim d is out dim src[d], or the index args[1] (src[d] == -1)
   reshape,   //!< args[0]'s elements in row-major order with `shape` (same count); always read from args[0]'s buffer

@@ -55,13 +55,15 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
   return out;
 }
 
-// True when the region reads some tensor at remapped coordinates (flip, cat, gather), which
-// only the pointwise emitter resolves.
+// True when the region reads some tensor at remapped coordinates (flip, cat, gather) or
+// computes from its output coordinates (tril, triu), which only the pointwise (and window)
+// emitters resolve.
 bool has_index_remap(const Graph& g, const std::vector<int>& nodes) {
   return std::any_of(nodes.begin(), nodes.end(), [&](int id) {
     const Node& node = g.nodes[id];
     return node.kind == NodeKind::concat || node.kind == NodeKind::gather ||
-           (node.kind == NodeKind::view && !node.flip.empty());
+           (node.kind == NodeKind::view && !node.flip.empty()) ||
+           (node.kind == NodeKind::unary && (node.op == "tril" || node.op == "triu"));
   });
 }
 
@@ -223,9 +225,13 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
       if (g.nodes[id].kind == NodeKind::matmul || g.nodes[id].kind == NodeKind::window) anchors.push_back(id);
     if (reduces.empty()) {
       stage.kind = StageKind::pointwise;
-      // Epilogue fusion: the latest matmul or window of the same shape, read only here, anchors this stage.
+      // Epilogue fusion: the latest matmul or window of the same shape, read only here, anchors
+      // this stage. A matmul's epilogue has no output coordinates: with a remap (tril(a @ b))
+      // the matmul runs alone and this stage reads its result.
+      const bool remap = has_index_remap(g, nodes);
       for (auto it = anchors.rbegin(); it != anchors.rend(); ++it) {
         int anchor = *it;
+        if (remap && g.nodes[anchor].kind == NodeKind::matmul) continue;
         auto users = g.users(anchor);
         bool only_here = std::all_of(users.begin(), users.end(), [&](int u) {
           return std::binary_search(nodes.begin(), nodes.end(), u) && u != anchor;
@@ -238,12 +244,10 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
         }
       }
       // The window emitter reads its epilogue through output coordinates, as pointwise stages do.
-      if (stage.kind == StageKind::matmul && has_index_remap(g, nodes))
-        return "flip, cat or gather in a matmul epilogue is not supported";
       analysis.stages.push_back(stage);
       continue;
     }
-    if (has_index_remap(g, nodes)) return "flip, cat or gather inside a reduction region is not supported";
+    if (has_index_remap(g, nodes)) return "flip, cat, gather, tril or triu inside a reduction region is not supported";
     std::string why;
     const bool agreed = reduce_stage(g, materialized, reduces, stage, split, why);
     if (!why.empty()) return why;
