@@ -27,6 +27,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMPORTER = os.path.join(ROOT, "tools", "import_kernelbench.py")
+# Every file the importer's output depends on: a cached import is redone when one changes.
+IMPORTER_SOURCES = (IMPORTER, os.path.join(ROOT, "tools", "kernelbench_builtins.py"))
 EXTENSIONS = {"opencl": "cl", "cuda": "cu", "triton": "py"}
 
 
@@ -100,7 +102,7 @@ def lowering_reason(stderr):
 def import_key(path):
     """The importer's and the problem's text: an import is redone only when either changed."""
     digest = hashlib.sha256()
-    for source in (IMPORTER, path):
+    for source in (*IMPORTER_SOURCES, path):
         with open(source, "rb") as file:
             digest.update(file.read())
     return digest.hexdigest()
