@@ -96,9 +96,25 @@ struct PatternMap {
                           : p == Pattern::group ? numel_value(stage.reduce_shape) / reduced
                           : p == Pattern::lane  ? reduced
                                                 : 1;
-    // Over reduced dims of size 1, full and per-row offsets coincide.
-    const bool same = layout == p || (numel_value(shape) == count && (reduced == 1 || layout == Pattern::scalar));
+    // Over reduced dims of size 1, full and per-row offsets coincide. A per-row result
+    // shaped as the rows (a keepdim=False sum) is stored in row order even where `leaf`
+    // reads it otherwise: [N] against a reduced [N, N] right-aligns with the reduced dim.
+    const bool same = layout == p || (numel_value(shape) == count && (reduced == 1 || layout == Pattern::scalar)) ||
+                      (p == Pattern::group && shape_of_rows(shape));
     if (!same && error.empty()) error = "the output's shape does not line up with the reduced tensor";
+  }
+
+  // True when `shape` is the reduced tensor's kept dims, in order (size-1 dims aside).
+  bool shape_of_rows(const Shape& shape) const {
+    std::vector<int64_t> rows, sizes;
+    for (size_t axis = 0; axis < stage.reduce_shape.size(); ++axis) {
+      const bool is_reduced = std::find(stage.reduce_axes.begin(), stage.reduce_axes.end(), static_cast<int>(axis)) !=
+                              stage.reduce_axes.end();
+      if (!is_reduced && stage.reduce_shape[axis].value != 1) rows.push_back(stage.reduce_shape[axis].value);
+    }
+    for (const Dim& d : shape)
+      if (d.value != 1) sizes.push_back(d.value);
+    return sizes == rows;
   }
 
   Pattern of(int id) {

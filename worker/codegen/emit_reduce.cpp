@@ -343,20 +343,27 @@ Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, co
   const int wg = s_.work_group, parts = s_.partials;
   Kernel k1 = kernel(name, partial);
   const std::string n = k1.size(numel_expr(stage.reduce_shape), "n");
+  // Operands of the reduced tensor's shape are read at i; broadcast ones (mean(x * w) with
+  // w over the last dim) at the coordinates of i, computed only when one needs them.
+  std::vector<std::string> coords;
+  for (size_t axis = 0; axis < stage.reduce_shape.size(); ++axis) coords.push_back("c" + std::to_string(axis));
+  bool need_coords = false;
   ExprEmitter e1 = expr(1, counter);
   e1.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
-  e1.load = [&](int id, const std::vector<std::string>&) -> std::string {
+  e1.load = [&](int id, const std::vector<std::string>& c) -> std::string {
     std::string buf = k1.buffer(buffer_name(id));
-    int64_t numel = numel_value(g_.nodes[id].shape);
-    if (numel == 1) return buf + "[0]";
-    if (numel != numel_value(stage.reduce_shape)) {
-      err = "a broadcast operand inside a full reduction is not supported";
-      return buf + "[0]";
-    }
-    return buf + "[i]";
+    const Shape& shape = g_.nodes[id].shape;
+    if (numel_value(shape) == 1) return buf + "[0]";
+    bool linear = c == coords && shape.size() == stage.reduce_shape.size();
+    for (size_t axis = 0; linear && axis < shape.size(); ++axis)
+      linear = shape[axis].value == stage.reduce_shape[axis].value;
+    if (linear) return buf + "[i]";
+    need_coords = true;
+    return buf + "[" + offset(k1, shape, c) + "]";
   };
-  std::string v = e1.value(red.args[0], {});
+  std::string v = e1.value(red.args[0], coords);
   std::string lines = e1.take_lines("    ");
+  if (need_coords) lines = coordinate_lines(k1, stage.reduce_shape, coords) + lines;
   if (!err.empty()) return k1;
   k1.attributes = d_.work_group_attribute(wg, 1);
   k1.grid = std::to_string(parts);

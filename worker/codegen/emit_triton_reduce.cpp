@@ -184,15 +184,24 @@ void TritonEmitter::reduce_full(const Stage& stage, const std::string& name, std
 
   TritonKernel k1 = kernel(name + "_partial");
   const std::string n = k1.size(n_expr, "n");
+  // Operands of the reduced tensor's shape are read at offs; broadcast ones at the
+  // coordinates of offs, computed only when one needs them.
+  std::vector<std::string> coords;
+  for (size_t axis = 0; axis < stage.reduce_shape.size(); ++axis) coords.push_back("c" + std::to_string(axis));
+  bool need_coords = false;
   ExprEmitter e1 = expr(&counter, stage.root);
-  e1.load = [&](int id, const std::vector<std::string>&) -> std::string {
-    int64_t numel = numel_value(g_.nodes[id].shape);
-    if (numel != 1 && numel != numel_value(stage.reduce_shape))
-      err = "a broadcast operand inside a full reduction is not supported";
-    return load(k1, id, "offs", "mask");
+  e1.load = [&](int id, const std::vector<std::string>& c) -> std::string {
+    const Shape& shape = g_.nodes[id].shape;
+    bool linear = c == coords && shape.size() == stage.reduce_shape.size();
+    for (size_t axis = 0; linear && axis < shape.size(); ++axis)
+      linear = shape[axis].value == stage.reduce_shape[axis].value;
+    if (linear || numel_value(shape) == 1) return load(k1, id, "offs", "mask");
+    need_coords = true;
+    return load(k1, id, "(" + offset_expr(shape, c, [&](const Dim& d) { return dim(k1, d); }) + ")", "mask");
   };
-  std::string v = e1.value(red.args[0], {});
+  std::string v = e1.value(red.args[0], coords);
   std::string lines = e1.take_lines("        ");
+  if (need_coords) lines = reindent(coordinate_lines(k1, stage.reduce_shape), "        ") + lines;
   if (!err.empty()) return;
   const std::string p1 = k1.output(partial);
   const int block_value = s_.block > 0 ? s_.block : 1024;

@@ -95,7 +95,8 @@ class Importer {
   int tensor(const torch::jit::Value* value) {
     const Val& v = get(value);
     if (v.kind == Val::Kind::tensor && !g_.nodes[v.node].int_type.empty()) {
-      const Node& n = g_.nodes[v.node];
+      // An integer input, or an integer input unsqueezed for gather (its view's operand).
+      const Node& n = g_.nodes[g_.nodes[v.node].kind == NodeKind::view ? g_.nodes[v.node].args[0] : v.node];
       if (n.kind != NodeKind::input)
         throw Unsupported("an argmax / argmin result used as data is not supported (the teacher computes floats)");
       throw Unsupported("input '" + g_.input_names[n.input_index] +
@@ -334,8 +335,23 @@ class Importer {
   }
 
   // An integer input used as indices (computed indices are not supported).
-  int index_tensor(const torch::jit::Value* value) {
+  bool is_int_input(const torch::jit::Value* value) {
     const Val& v = get(value);
+    return v.kind == Val::Kind::tensor && g_.nodes[v.node].kind == NodeKind::input &&
+           !g_.nodes[v.node].int_type.empty();
+  }
+
+  // An integer input read as indices, or that input unsqueezed (`inserted`: the new size-1
+  // dims of the index, whose coordinate the input does not read).
+  int index_tensor(const torch::jit::Value* value, std::vector<int>* inserted = nullptr) {
+    const Val& v = get(value);
+    if (v.kind == Val::Kind::tensor && inserted && g_.nodes[v.node].kind == NodeKind::view &&
+        !g_.nodes[v.node].int_type.empty()) {
+      const Node& view_node = g_.nodes[v.node];
+      for (size_t axis = 0; axis < view_node.src.size(); ++axis)
+        if (view_node.src[axis] < 0) inserted->push_back(static_cast<int>(axis));
+      return view_node.args[0];
+    }
     if (v.kind != Val::Kind::tensor || g_.nodes[v.node].kind != NodeKind::input || g_.nodes[v.node].int_type.empty())
       throw Unsupported("indices must be an int32/int64 input of the op (computed indices are not supported)");
     return v.node;
@@ -411,6 +427,15 @@ class Importer {
   int matmul(int a, int b) {
     const Shape &sa = shape(a), &sb = shape(b);
     if (sa.size() > 3 && sa.size() == sb.size()) return batched_matmul(a, b);
+    if (sa.size() > 3 && sb.size() == 2) {
+      // [..., M, K] @ [K, N] ("bijl,lk->bijk"): one 2-d matmul over the leading dims' rows.
+      // Copies of the shapes: adding nodes may move the node vector they live in.
+      const Shape a_shape = sa, b_shape = sb;
+      const Dim rows = product_dim(Shape(a_shape.begin(), a_shape.end() - 1), "rows");
+      Shape to(a_shape.begin(), a_shape.end() - 1);
+      to.push_back(b_shape[1]);
+      return reshape(matmul(reshape(a, {rows, a_shape.back()}), b), to);
+    }
     Node node;
     node.kind = NodeKind::matmul;
     node.args = {a, b};
@@ -822,6 +847,21 @@ void Importer::visit(torch::jit::Node* node) {
     vals_[out] = v;
     return;
   }
+  if (kind == "aten::__getitem__" && get(arg(0)).kind == Val::Kind::ints) {
+    // x.size()[i] (`b, c, d, h, w = x.shape`): a size, with its launch expression.
+    const Val& sizes = get(arg(0));
+    auto idx = static_cast<int64_t>(number(arg(1)));
+    if (idx < 0) idx += static_cast<int64_t>(sizes.ints.size());
+    if (idx < 0 || idx >= static_cast<int64_t>(sizes.ints.size())) throw Unsupported("size index out of range");
+    Val v;
+    v.kind = Val::Kind::number;
+    v.is_int = true;
+    v.number = static_cast<double>(sizes.ints[idx]);
+    v.from_size = sizes.dims.size() == sizes.ints.size();
+    if (v.from_size) v.dims = {sizes.dims[idx]};
+    vals_[out] = v;
+    return;
+  }
   if (kind == "prim::TupleIndex" || kind == "aten::__getitem__") {
     const Val& tuple = get(arg(0));
     if (tuple.kind == Val::Kind::tensors) {
@@ -839,6 +879,15 @@ void Importer::visit(torch::jit::Node* node) {
     return;
   }
   if (visit_composite(kind, node) || visit_window(kind, node)) return;
+  if (kind == "aten::size" && in.size() == 1) {
+    // x.size(): every size, each keeping its launch expression.
+    Val v;
+    v.kind = Val::Kind::ints;
+    v.dims = shape(tensor(arg(0)));
+    for (const Dim& d : v.dims) v.ints.push_back(d.value);
+    vals_[out] = v;
+    return;
+  }
   if (kind == "aten::size" && in.size() == 2) {
     const Shape s = shape(tensor(arg(0)));
     auto axis = static_cast<int64_t>(number(arg(1)));
@@ -1017,6 +1066,19 @@ void Importer::visit(torch::jit::Node* node) {
     for (auto d : int_list(arg(1))) src.push_back(static_cast<int>(d < 0 ? d + shape(x).size() : d));
     return set(out, view(x, src));
   }
+  if (kind == "aten::unsqueeze" && is_int_input(arg(0))) {
+    // labels.unsqueeze(1) as gather's index (cross-entropy): a view that only index_tensor reads.
+    const int x = get(arg(0)).node;
+    const int rank = static_cast<int>(shape(x).size());
+    auto d = static_cast<int>(number(arg(1)));
+    if (d < 0) d += rank + 1;
+    std::vector<int> src;
+    for (int axis = 0; axis < rank; ++axis) src.push_back(axis);
+    src.insert(src.begin() + d, -1);
+    int v = view(x, src);
+    g_.nodes[v].int_type = g_.nodes[x].int_type;
+    return set(out, v);
+  }
   if (kind == "aten::squeeze" || kind == "aten::unsqueeze") {
     int x = tensor(arg(0));
     int rank = static_cast<int>(shape(x).size());
@@ -1058,11 +1120,12 @@ void Importer::visit(torch::jit::Node* node) {
     return set(out, gather(x, idx, data_src, {axis}, out_shape));
   }
   if (kind == "aten::gather") {
-    int x = tensor(arg(0)), idx = index_tensor(arg(2));
+    std::vector<int> inserted;  // size-1 dims the index gained by unsqueeze (it does not read them)
+    int x = tensor(arg(0)), idx = index_tensor(arg(2), &inserted);
     int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
     if (in.size() > 3 && get(arg(3)).kind == Val::Kind::boolean && boolean(arg(3)))
       throw Unsupported("gather with sparse_grad is not supported");
-    const Shape &xs = shape(x), &is = shape(idx);
+    const Shape xs = shape(x), is = inserted.empty() ? shape(idx) : shape(get(arg(2)).node);
     if (xs.size() != is.size()) throw Unsupported("gather indices must have the rank of the input");
     for (size_t d = 0; d < xs.size(); ++d)
       if (static_cast<int>(d) != axis && is[d].value > xs[d].value)
@@ -1070,7 +1133,7 @@ void Importer::visit(torch::jit::Node* node) {
     std::vector<int> data_src, index_src;
     for (int d = 0; d < static_cast<int>(xs.size()); ++d) {
       data_src.push_back(d == axis ? -1 : d);
-      index_src.push_back(d);
+      if (std::find(inserted.begin(), inserted.end(), d) == inserted.end()) index_src.push_back(d);
     }
     return set(out, gather(x, idx, data_src, index_src, is));
   }

@@ -216,6 +216,10 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
       continue;
     }
     auto nodes = region_nodes(g, root, materialized);
+    // The nodes this stage computes (region_nodes also lists the materialised ones it reads).
+    std::vector<int> computed;
+    for (int id : nodes)
+      if (id == root || !materialized.count(id)) computed.push_back(id);
     std::vector<int> reduces, anchors;
     for (int id : nodes) {
       if (id != root && materialized.count(id)) continue;  // read from a buffer
@@ -228,7 +232,7 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
       // Epilogue fusion: the latest matmul or window of the same shape, read only here, anchors
       // this stage. A matmul's epilogue has no output coordinates: with a remap (tril(a @ b))
       // the matmul runs alone and this stage reads its result.
-      const bool remap = has_index_remap(g, nodes);
+      const bool remap = has_index_remap(g, computed);
       for (auto it = anchors.rbegin(); it != anchors.rend(); ++it) {
         int anchor = *it;
         if (remap && g.nodes[anchor].kind == NodeKind::matmul) continue;
@@ -247,7 +251,24 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
       analysis.stages.push_back(stage);
       continue;
     }
-    if (has_index_remap(g, nodes)) return "flip, cat, gather, tril or triu inside a reduction region is not supported";
+    if (has_index_remap(g, computed)) {
+      // The reduction emitters read operands at flat offsets. In a cross-entropy's
+      // mean(-gather(log_softmax(x), 1, t)), first what the remap reads (the log_softmax)
+      // gets stages of its own, then what the reductions reduce (the gathered values, now a
+      // pointwise stage), trying the region again after each. A remap after the reductions
+      // stays unsupported.
+      const size_t before = split.size();
+      auto stage_apart = [&](int operand) {
+        if (!materialized.count(operand) && !is_leaf_kind(g.nodes[operand].kind)) split.insert(operand);
+      };
+      for (int id : computed)
+        if (id != root && has_index_remap(g, {id}))
+          for (int operand : g.nodes[id].args) stage_apart(operand);
+      if (split.size() == before)
+        for (int id : reduces) stage_apart(g.nodes[id].args[0]);
+      if (split.size() == before) return "flip, cat, gather, tril or triu inside a reduction region is not supported";
+      continue;
+    }
     std::string why;
     const bool agreed = reduce_stage(g, materialized, reduces, stage, split, why);
     if (!why.empty()) return why;
