@@ -254,6 +254,7 @@ std::string ExprEmitter::remap(const Node& node, const std::vector<std::string>&
 std::string ExprEmitter::unary_c(const Node& node, const std::string& a) {
   const std::string& op = node.op;
   auto fn = [&](const std::string& name) { return d_.fn(name); };
+  if (op == "bool_to_float") return "(" + a + " != 0 ? 1.0f : 0.0f)";
   if (op == "relu") return fn("fmax") + "(" + a + ", " + broadcast("0.0f") + ")";
   if (op == "gelu") {
     std::string scaled = helper_value(a + " * 0.707106781f");

@@ -12,6 +12,7 @@ namespace kforge::codegen {
 
 std::string ExprEmitter::unary_triton(const Node& node, const std::string& a) {
   const std::string& op = node.op;
+  if (op == "bool_to_float") return "(" + a + " != 0).to(tl.float32)";
   if (op == "relu") return "tl.maximum(" + a + ", 0.0)";
   if (op == "gelu") return "0.5 * " + a + " * (1.0 + tl.erf(" + a + " * 0.707106781))";
   if (op == "gelu_tanh") {

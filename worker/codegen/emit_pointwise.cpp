@@ -163,6 +163,7 @@ ExprEmitter ProgramEmitter::element_emitter(const Stage& stage, Kernel& k, const
     std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
     const Shape& shape = leaf.shape;
     if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
+    if (!leaf.int_type.empty()) contiguous = false;  // no floatN loads of a byte or integer buffer
     bool linear = static_cast<int>(c.size()) == rank && c == coords;
     for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
     if (linear) return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";

@@ -49,12 +49,14 @@ class Importer {
     for (size_t input_idx = 0; input_idx < inputs.size(); ++input_idx) {
       const auto& in = spec_.inputs[input_idx];
       const bool integer = in.dtype == spec::DType::int64 || in.dtype == spec::DType::int32;
-      if (in.dtype != spec::DType::float32 && !integer)
+      const bool boolean = in.dtype == spec::DType::boolean;
+      if (in.dtype != spec::DType::float32 && !integer && !boolean)
         throw Unsupported("input '" + in.name + "' is " + spec::dtype_name(in.dtype) +
-                          "; the teacher handles float32 inputs (and int32/int64 gather indices) only");
+                          "; the teacher handles float32 and bool inputs (and int32/int64 gather indices) only");
       Node node;
       node.kind = NodeKind::input;
       if (integer) node.int_type = in.dtype == spec::DType::int64 ? "long" : "int";
+      if (boolean) node.int_type = "unsigned char";  // torch's bool: one byte, 0 or 1
       node.input_index = static_cast<int>(input_idx);
       for (size_t axis = 0; axis < in.shape.size(); ++axis)
         node.shape.push_back(Dim{in.shape[axis], in.name, static_cast<int>(axis), "", ""});
@@ -63,6 +65,10 @@ class Importer {
       Val v;
       v.kind = Val::Kind::tensor;
       v.node = g_.add(node);
+      // A bool input (a mask) is data: every use reads it as 0.0 / 1.0 through one
+      // conversion, a pointwise stage of its own (partition.cpp), so no other stage kind
+      // ever reads a byte buffer.
+      if (boolean) v.node = unary("bool_to_float", v.node);
       vals_[inputs[input_idx]] = v;
     }
     for (torch::jit::Node* node : graph.nodes()) visit(node);

@@ -104,6 +104,8 @@ std::string materialize_boundaries(const Graph& g, int output, std::set<int>& ma
   };
   for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
     const Node& node = g.nodes[id];
+    // A bool input's conversion writes a float buffer that every other stage reads.
+    if (node.kind == NodeKind::unary && node.op == "bool_to_float") materialized.insert(id);
     if (node.kind == NodeKind::arg_reduce && id != output)
       return "argmax / argmin feeding further ops is not supported (the teacher computes floats)";
     if (node.kind == NodeKind::reshape) {
