@@ -958,6 +958,26 @@ void Importer::visit(torch::jit::Node* node) {
     if (get(arg(1)).kind == Val::Kind::number) return set(out, unary("pow_scalar", tensor(arg(0)), number(arg(1))));
     return set(out, binary("pow", tensor(arg(0)), tensor(arg(1))));
   }
+  if ((kind == "aten::add" || kind == "aten::sub" || kind == "aten::mul" || kind == "aten::floordiv") &&
+      in.size() == 2 && get(arg(0)).kind == Val::Kind::number && get(arg(1)).kind == Val::Kind::number &&
+      (get(arg(0)).from_size || get(arg(1)).from_size)) {
+    // Integer arithmetic on sizes (x.size(1) - 1, h * w): a size with its launch expression.
+    const Val a = get(arg(0)), b = get(arg(1));
+    if (!a.is_int || !b.is_int) throw Unsupported("a size in float arithmetic is not supported");
+    auto expr = [](const Val& v) { return v.from_size ? v.dims.at(0).expr() : std::to_string(int64_t(v.number)); };
+    const auto x = static_cast<int64_t>(a.number), y = static_cast<int64_t>(b.number);
+    if (kind == "aten::floordiv" && (y <= 0 || x < 0)) throw Unsupported("a size divided by a non-positive number");
+    const int64_t value = kind == "aten::add" ? x + y : kind == "aten::sub" ? x - y : kind == "aten::mul" ? x * y : x / y;
+    const char* op = kind == "aten::add" ? " + " : kind == "aten::sub" ? " - " : kind == "aten::mul" ? " * " : " / ";
+    Val v;
+    v.kind = Val::Kind::number;
+    v.is_int = true;
+    v.from_size = true;
+    v.number = static_cast<double>(value);
+    v.dims = {Dim::computed(value, expr(a) + op + expr(b), "size_expr")};
+    vals_[out] = v;
+    return;
+  }
   if (kind == "aten::add" || kind == "aten::sub") {
     int b = tensor(arg(1));
     if (in.size() > 2 && number(arg(2)) != 1.0) b = binary("mul", b, constant(number(arg(2))));
@@ -1083,6 +1103,26 @@ void Importer::visit(torch::jit::Node* node) {
     src.insert(src.begin() + d, -1);
     int v = view(x, src);
     g_.nodes[v].int_type = g_.nodes[x].int_type;
+    return set(out, v);
+  }
+  if (kind == "aten::narrow" || kind == "aten::select") {
+    // narrow(x, dim, 0, length): x's first `length` entries along dim; select(x, dim, 0): its
+    // first entry, the dim dropped. Views that read x at the output's coordinates (the
+    // dropped dim at 0): partition keeps them in pointwise stages (has_index_remap).
+    int x = tensor(arg(0));
+    const Shape sx = shape(x);
+    const int axis = axis_of(x, static_cast<int64_t>(number(arg(1))));
+    if (number(arg(2)) != 0.0) throw Unsupported(name + " from an index other than 0 is not supported");
+    std::vector<int> src;
+    for (int d = 0; d < static_cast<int>(sx.size()); ++d)
+      if (kind == "aten::narrow" || d != axis) src.push_back(d);
+    int v = view(x, src);
+    if (kind == "aten::narrow") {
+      const Val& length = get(arg(3));
+      if (length.kind != Val::Kind::number || length.number < 1 || length.number > sx[axis].value)
+        throw Unsupported("narrow needs a length between 1 and the dim's size");
+      g_.nodes[v].shape[axis] = length.from_size ? length.dims.at(0) : Dim::literal(int64_t(length.number));
+    }
     return set(out, v);
   }
   if (kind == "aten::squeeze" || kind == "aten::unsqueeze") {

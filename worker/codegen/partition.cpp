@@ -55,6 +55,21 @@ std::vector<int> region_nodes(const Graph& g, int root, const std::set<int>& mat
   return out;
 }
 
+// A view that reads only part of its operand: a narrowed dim, or a dim of size > 1 dropped
+// (select); its reads are not the operand's flat order.
+bool is_slice(const Graph& g, const Node& view) {
+  const Shape& from = g.nodes[view.args[0]].shape;
+  std::vector<bool> read(from.size(), false);
+  for (size_t axis = 0; axis < view.src.size(); ++axis) {
+    if (view.src[axis] < 0) continue;
+    read[view.src[axis]] = true;
+    if (view.shape[axis].value != from[view.src[axis]].value) return true;
+  }
+  for (size_t axis = 0; axis < from.size(); ++axis)
+    if (!read[axis] && from[axis].value != 1) return true;
+  return false;
+}
+
 // True when the region reads some tensor at remapped coordinates (flip, cat, gather) or
 // computes from its output coordinates (tril, triu), which only the pointwise (and window)
 // emitters resolve.
@@ -62,7 +77,7 @@ bool has_index_remap(const Graph& g, const std::vector<int>& nodes) {
   return std::any_of(nodes.begin(), nodes.end(), [&](int id) {
     const Node& node = g.nodes[id];
     return node.kind == NodeKind::concat || node.kind == NodeKind::gather ||
-           (node.kind == NodeKind::view && !node.flip.empty()) ||
+           (node.kind == NodeKind::view && (!node.flip.empty() || is_slice(g, node))) ||
            (node.kind == NodeKind::unary && (node.op == "tril" || node.op == "triu"));
   });
 }
