@@ -125,6 +125,17 @@ class Importer {
   }
 
   bool is_none(const torch::jit::Value* value) { return get(value).kind == Val::Kind::none; }
+
+  // An int read from a shape (x.size(1), x.size()[0], x.size(1) - 1): its value and launch expression.
+  static Val size_value(const Dim& dim) {
+    Val v;
+    v.kind = Val::Kind::number;
+    v.is_int = true;
+    v.from_size = true;
+    v.number = static_cast<double>(dim.value);
+    v.dims = {dim};
+    return v;
+  }
   bool boolean(const torch::jit::Value* value) { return number(value) != 0.0; }
 
   const Shape& shape(int id) { return g_.nodes[id].shape; }
@@ -392,18 +403,6 @@ class Importer {
     return view(a, src);
   }
 
-  // A view of `a` that swaps its last two dims (k.transpose(-2, -1)): its base, else -1.
-  int last_two_swapped(int a) const {
-    const Node& n = g_.nodes[a];
-    const int rank = static_cast<int>(n.src.size());
-    if (n.kind != NodeKind::view || !n.flip.empty() || rank < 2) return -1;
-    for (int axis = 0; axis < rank; ++axis) {
-      const int from = axis == rank - 1 ? rank - 2 : axis == rank - 2 ? rank - 1 : axis;
-      if (n.src[axis] != from) return -1;
-    }
-    return n.args[0];
-  }
-
   // A matmul over several batch dims (attention's [B, H, S, D]) as a 3-d one over their
   // product: each operand reshaped to [batch, rows, cols] (a swap of the last two dims is
   // kept as a transposed read of the reshaped base, not a copy), the result reshaped back.
@@ -415,11 +414,11 @@ class Importer {
         throw Unsupported("matmul with broadcast batch dims (rank " + std::to_string(rank) + ") is not supported");
     const Dim batch = product_dim(Shape(sa.begin(), sa.end() - 2), "batch");
     auto flat = [&](int x) {
-      const int base = last_two_swapped(x);
-      if (base < 0) {
+      if (!swaps_last_two(g_.nodes[x])) {
         const Shape& sx = shape(x);
         return reshape(x, {batch, sx[rank - 2], sx[rank - 1]});
       }
+      const int base = g_.nodes[x].args[0];
       const Shape& sbase = shape(base);
       return transpose(reshape(base, {batch, sbase[rank - 2], sbase[rank - 1]}), 1, 2);
     };
@@ -859,13 +858,15 @@ void Importer::visit(torch::jit::Node* node) {
     auto idx = static_cast<int64_t>(number(arg(1)));
     if (idx < 0) idx += static_cast<int64_t>(sizes.ints.size());
     if (idx < 0 || idx >= static_cast<int64_t>(sizes.ints.size())) throw Unsupported("size index out of range");
-    Val v;
-    v.kind = Val::Kind::number;
-    v.is_int = true;
-    v.number = static_cast<double>(sizes.ints[idx]);
-    v.from_size = sizes.dims.size() == sizes.ints.size();
-    if (v.from_size) v.dims = {sizes.dims[idx]};
-    vals_[out] = v;
+    if (sizes.dims.size() == sizes.ints.size()) {
+      vals_[out] = size_value(sizes.dims[idx]);
+    } else {  // a literal list: a plain int
+      Val v;
+      v.kind = Val::Kind::number;
+      v.is_int = true;
+      v.number = static_cast<double>(sizes.ints[idx]);
+      vals_[out] = v;
+    }
     return;
   }
   if (kind == "prim::TupleIndex" || kind == "aten::__getitem__") {
@@ -898,13 +899,7 @@ void Importer::visit(torch::jit::Node* node) {
     const Shape s = shape(tensor(arg(0)));
     auto axis = static_cast<int64_t>(number(arg(1)));
     if (axis < 0) axis += static_cast<int64_t>(s.size());
-    Val v;
-    v.kind = Val::Kind::number;
-    v.is_int = true;
-    v.from_size = true;
-    v.number = static_cast<double>(s.at(axis).value);
-    v.dims = {s.at(axis)};
-    vals_[out] = v;
+    vals_[out] = size_value(s.at(axis));
     return;
   }
   if (kind == "aten::view" || kind == "aten::reshape") return set(out, reshape_to(tensor(arg(0)), get(arg(1))));
@@ -969,13 +964,7 @@ void Importer::visit(torch::jit::Node* node) {
     if (kind == "aten::floordiv" && (y <= 0 || x < 0)) throw Unsupported("a size divided by a non-positive number");
     const int64_t value = kind == "aten::add" ? x + y : kind == "aten::sub" ? x - y : kind == "aten::mul" ? x * y : x / y;
     const char* op = kind == "aten::add" ? " + " : kind == "aten::sub" ? " - " : kind == "aten::mul" ? " * " : " / ";
-    Val v;
-    v.kind = Val::Kind::number;
-    v.is_int = true;
-    v.from_size = true;
-    v.number = static_cast<double>(value);
-    v.dims = {Dim::computed(value, expr(a) + op + expr(b), "size_expr")};
-    vals_[out] = v;
+    vals_[out] = size_value(Dim::computed(value, expr(a) + op + expr(b), "size_expr"));
     return;
   }
   if (kind == "aten::add" || kind == "aten::sub") {
@@ -1092,19 +1081,6 @@ void Importer::visit(torch::jit::Node* node) {
     for (auto d : int_list(arg(1))) src.push_back(static_cast<int>(d < 0 ? d + shape(x).size() : d));
     return set(out, view(x, src));
   }
-  if (kind == "aten::unsqueeze" && is_int_input(arg(0))) {
-    // labels.unsqueeze(1) as gather's index (cross-entropy): a view that only index_tensor reads.
-    const int x = get(arg(0)).node;
-    const int rank = static_cast<int>(shape(x).size());
-    auto d = static_cast<int>(number(arg(1)));
-    if (d < 0) d += rank + 1;
-    std::vector<int> src;
-    for (int axis = 0; axis < rank; ++axis) src.push_back(axis);
-    src.insert(src.begin() + d, -1);
-    int v = view(x, src);
-    g_.nodes[v].int_type = g_.nodes[x].int_type;
-    return set(out, v);
-  }
   if (kind == "aten::narrow" || kind == "aten::select") {
     // narrow(x, dim, 0, length): x's first `length` entries along dim; select(x, dim, 0): its
     // first entry, the dim dropped. Views that read x at the output's coordinates (the
@@ -1126,7 +1102,10 @@ void Importer::visit(torch::jit::Node* node) {
     return set(out, v);
   }
   if (kind == "aten::squeeze" || kind == "aten::unsqueeze") {
-    int x = tensor(arg(0));
+    // An integer input may be unsqueezed as gather's index (a cross-entropy's labels.unsqueeze(1)):
+    // the view keeps its type, and only index_tensor reads it.
+    const bool index = kind == "aten::unsqueeze" && is_int_input(arg(0));
+    int x = index ? get(arg(0)).node : tensor(arg(0));
     int rank = static_cast<int>(shape(x).size());
     if (in.size() < 2) throw Unsupported("squeeze without a dim is not supported");
     auto d = static_cast<int>(number(arg(1)));
@@ -1141,7 +1120,9 @@ void Importer::visit(torch::jit::Node* node) {
       for (int axis = 0; axis < rank; ++axis) src.push_back(axis);
       src.insert(src.begin() + d, -1);
     }
-    return set(out, view(x, src));
+    int v = view(x, src);
+    if (index) g_.nodes[v].int_type = g_.nodes[x].int_type;
+    return set(out, v);
   }
 
   // Indexing by an integer input: one gathered dim, every other dim follows the output.

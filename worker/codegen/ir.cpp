@@ -125,6 +125,16 @@ std::string window_shape(const Window& win, const Shape& x, const Shape* weight,
   return "";
 }
 
+bool swaps_last_two(const Node& node) {
+  const int rank = static_cast<int>(node.src.size());
+  if (node.kind != NodeKind::view || !node.flip.empty() || rank < 2) return false;
+  for (int axis = 0; axis < rank; ++axis) {
+    const int from = axis == rank - 1 ? rank - 2 : axis == rank - 2 ? rank - 1 : axis;
+    if (node.src[axis] != from) return false;
+  }
+  return true;
+}
+
 Dim product_dim(const Shape& dims, const std::string& name) {
   const Dim* only = nullptr;
   int counted = 0;

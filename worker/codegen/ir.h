@@ -124,4 +124,7 @@ std::string window_shape(const Window& win, const Shape& x, const Shape* weight,
 //! The product of `dims` as one dim (the dim itself when only one is not 1), named `name`.
 Dim product_dim(const Shape& dims, const std::string& name);
 
+//! True for a view whose only effect is swapping its last two dims (x.transpose(-2, -1)).
+bool swaps_last_two(const Node& node);
+
 }  // namespace kforge::codegen

@@ -21,16 +21,12 @@ int strip_transpose(const Graph& g, int id, bool& transposed, bool& ok) {
   transposed = false;
   ok = true;
   while (g.nodes[id].kind == NodeKind::view) {
-    const Node& v = g.nodes[id];
-    int rank = static_cast<int>(v.src.size());
-    bool swap_last = rank >= 2 && v.src[rank - 1] == rank - 2 && v.src[rank - 2] == rank - 1;
-    for (int axis = 0; axis + 2 < rank; ++axis) swap_last = swap_last && v.src[axis] == axis;
-    if (!swap_last) {
+    if (!swaps_last_two(g.nodes[id])) {
       ok = false;
       return id;
     }
     transposed = !transposed;
-    id = v.args[0];
+    id = g.nodes[id].args[0];
   }
   return id;
 }
@@ -238,10 +234,8 @@ std::string build_stages(Analysis& analysis, const std::set<int>& materialized, 
     for (int id : nodes)
       if (id == root || !materialized.count(id)) computed.push_back(id);
     std::vector<int> reduces, anchors;
-    for (int id : nodes) {
-      if (id != root && materialized.count(id)) continue;  // read from a buffer
+    for (int id : computed)
       if (g.nodes[id].kind == NodeKind::reduce) reduces.push_back(id);
-    }
     for (int id : nodes)
       if (g.nodes[id].kind == NodeKind::matmul || g.nodes[id].kind == NodeKind::window) anchors.push_back(id);
     if (reduces.empty()) {
