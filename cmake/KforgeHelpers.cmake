@@ -23,23 +23,42 @@ function(kforge_add_executable name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
-# kforge_add_test(name SOURCES <test>.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s])
+# kforge_add_test(name SOURCES <test>.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s] [SHARDS n])
 # Every test binary links GoogleTest and tests/support; `ctest -L <label>` picks by label.
+# SHARDS n registers the binary as n ctest tests, name.1ofn ... name.nofn, each running every
+# n-th TEST through GoogleTest's own sharding (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX), so
+# `ctest -j` spreads a binary of several long TESTs over cores: on a 16-core GPU host the
+# longest binary, not the sum of its TESTs, bounds the suite. `ctest -R name` still runs all.
 function(kforge_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} kforge_test_support GTest::gtest GTest::gtest_main)
-  add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  # ctest reports a test that calls GTEST_SKIP as skipped, not passed.
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+  if(NOT ARG_SHARDS)
+    set(ARG_SHARDS 1)
+  endif()
+  foreach(shard RANGE 1 ${ARG_SHARDS})
+    if(ARG_SHARDS EQUAL 1)
+      set(test_name ${name})
+    else()
+      set(test_name ${name}.${shard}of${ARG_SHARDS})
+    endif()
+    add_test(NAME ${test_name} COMMAND ${name})
+    # ctest reports a test that calls GTEST_SKIP as skipped, not passed.
+    set_tests_properties(${test_name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+      SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    if(ARG_SHARDS GREATER 1)
+      math(EXPR index "${shard} - 1")
+      set_tests_properties(${test_name} PROPERTIES
+        ENVIRONMENT "GTEST_TOTAL_SHARDS=${ARG_SHARDS};GTEST_SHARD_INDEX=${index}")
+    endif()
+  endforeach()
 endfunction()
 
 # kforge_embed_files(target VAR name DIR dir GLOB pattern | FILES name...): compiles

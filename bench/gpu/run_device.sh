@@ -15,7 +15,9 @@
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
 #           vs CUDA eager and torch.compile (TEACHER_TARGETS, TEACHER_FILTER, TEACHER_ARGS)
 #   kernelbench  bench/kernelbench/run.py --check on the carried checkout .cache/kernelbench
-#           (KB_TARGET, default triton; KB_LEVELS, default 1,2; KB_JOBS, default 6); rows are
+#           (KB_TARGET, default triton; KB_LEVELS, default 1,2; KB_JOBS, default 6; KB_CHECK_FLAGS:
+#           kforge-worker check's flags, e.g. '--trials 2 --time-budget 0.5'; KB_ARGS: more run.py
+#           flags, e.g. --only 1,2,3); rows are
 #           written after every problem, so a call cut off keeps what it checked
 #   jaildiag  which jail layer hides NVIDIA's OpenCL platform from a jailed child: one check
 #           of an honest OpenCL kernel on the GPU per layer left out (KFORGE_SANDBOX_DISABLE)
@@ -151,7 +153,7 @@ stage_harness() {
 stage_kernelbench() {
   bounded python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --check --target "${KB_TARGET:-triton}" \
     --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
-    --out "$OUT/kernelbench.json" > "$OUT/kernelbench.log" 2>&1
+    --out "$OUT/kernelbench.json" ${KB_CHECK_FLAGS:+--check-flags "$KB_CHECK_FLAGS"} ${KB_ARGS:-} > "$OUT/kernelbench.log" 2>&1
   local rc=$?
   log "kernelbench rc=$rc: $(tail -3 "$OUT/kernelbench.log" | tr '\n' ' ')"
 }

@@ -335,8 +335,10 @@ def main(argv=None):
         return result
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for row in pool.map(one, work):
-            rows.append(row)
+        # Saved as each finishes, not in submission order: a run cut off by a time limit keeps
+        # every problem it finished, not only those before the first slow one.
+        for future in concurrent.futures.as_completed([pool.submit(one, item) for item in work]):
+            rows.append(future.result())
             save()
     result = save()
     for level in levels:

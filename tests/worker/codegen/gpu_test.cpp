@@ -1,6 +1,6 @@
 // The teacher's cuda and triton programs on a real GPU through the harness Checker
 // (NVRTC + driver API; the Python runner with compiled Triton): one op of every stage
-// kind and layout (and the window ops of kernelbench_ops/: convs, pooling), on the op's main shapes, with the first schedule of each
+// kind and layout (and ops of kernelbench_ops/: convs, pooling, scans, masks, losses), on the op's main shapes, with the first schedule of each
 // target's space (the others are the autotuner's business: bench/gpu/run_device.sh teacher). Skipped with the reason where no NVIDIA GPU is present.
 // Run: ctest -R codegen_gpu (label gpu; bench/gpu/run_device.sh test runs it on the H100).
 #include <gtest/gtest.h>
@@ -53,8 +53,9 @@ std::string check_op_on_gpu(const char* name, const spec::OpSpec& spec, const st
   return "";
 }
 
-// Every op, six at a time: each Checker spends most of its start-up importing torch in
-// its runners (CPU), which 16 cores overlap, while the GPU work is small.
+// Every op, four at a time: each Checker spends most of its start-up importing torch in
+// its runners (CPU), which 16 cores overlap, while the GPU work is small (ctest runs the
+// TESTs of this file side by side too: SHARDS in tests/CMakeLists.txt).
 void check_ops_on_gpu(const std::string& target, const std::vector<const char*>& names,
                       spec::OpSpec (*load)(const std::string&)) {
   unsetenv("TRITON_INTERPRET");
@@ -72,7 +73,7 @@ void check_ops_on_gpu(const std::string& target, const std::vector<const char*>&
     }
   };
   std::vector<std::thread> pool;
-  for (int thread_idx = 0; thread_idx < 6; ++thread_idx) pool.emplace_back(worker);
+  for (int thread_idx = 0; thread_idx < 4; ++thread_idx) pool.emplace_back(worker);
   for (auto& thread : pool) thread.join();
   for (size_t op_idx = 0; op_idx < names.size(); ++op_idx) EXPECT_EQ(failures[op_idx], "") << names[op_idx];
 }
@@ -89,6 +90,12 @@ const std::vector<const char*> kWindowOps = {
     "conv2d_wide_hardswish",   "conv2d_grouped_wide", "conv2d_depthwise", "conv3d_wide_relu",
     "conv_transpose2d_groups_gelu", "conv_transpose3d", "max_pool2d_relu", "avg_pool3d",
     "group_norm",              "conv2d_batch_norm_scale", "conv3d_min_softmax", "frobenius_normalize"};
+
+// The lowerings KernelBench's problems added last (scans with a product or a mask, triangular
+// masks before a matmul, rank-4 matmuls, losses gathering by class index): their GPU forms.
+const std::vector<const char*> kKernelBenchOps = {
+    "cumprod_last",        "masked_cumsum", "tril_batched_offset", "triu_matmul",
+    "matmul_4d_by_2d",     "attention_4d",  "cross_entropy_gather", "kl_div_batchmean_square"};
 
 bool triton_usable(std::string& why) {
   std::string python = harness::testing::interpreter_python();
@@ -112,10 +119,28 @@ TEST(CodegenGpu, TritonProgramsOfEveryStageKindAreCorrectOnTheGpu) {
   check_ops_on_gpu("triton", kSuiteOps, kforge::testing::suite_op);
 }
 
-TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInBothTargets) {
+TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInCuda) {
   std::string why;
   if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
   check_ops_on_gpu("cuda", kWindowOps, kforge::testing::kernelbench_op);
+}
+
+TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInTriton) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
   if (!triton_usable(why)) GTEST_SKIP() << why;
   check_ops_on_gpu("triton", kWindowOps, kforge::testing::kernelbench_op);
+}
+
+TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInCuda) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
+  check_ops_on_gpu("cuda", kKernelBenchOps, kforge::testing::kernelbench_op);
+}
+
+TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInTriton) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
+  if (!triton_usable(why)) GTEST_SKIP() << why;
+  check_ops_on_gpu("triton", kKernelBenchOps, kforge::testing::kernelbench_op);
 }
