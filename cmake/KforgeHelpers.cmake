@@ -23,14 +23,16 @@ function(kforge_add_executable name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
-# kforge_add_test(name SOURCES <test>.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s] [SHARDS n])
+# kforge_add_test(name SOURCES <test>.cpp DEPS lib ... LABELS fast|db|slow|gpu [TIMEOUT s] [SHARDS n] [COST c])
 # Every test binary links GoogleTest and tests/support; `ctest -L <label>` picks by label.
 # SHARDS n registers the binary as n ctest tests, name.1ofn ... name.nofn, each running every
 # n-th TEST through GoogleTest's own sharding (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX), so
 # `ctest -j` spreads a binary of several long TESTs over cores: on a 16-core GPU host the
 # longest binary, not the sum of its TESTs, bounds the suite. `ctest -R name` still runs all.
+# COST c (ctest's COST: the higher, the earlier it starts) puts the long tests first on a
+# fresh build, which has no timings of its own yet, so none starts last and sets the end.
 function(kforge_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} kforge_test_support GTest::gtest GTest::gtest_main)
@@ -53,6 +55,9 @@ function(kforge_add_test name)
     # ctest reports a test that calls GTEST_SKIP as skipped, not passed.
     set_tests_properties(${test_name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
       SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    if(ARG_COST)
+      set_tests_properties(${test_name} PROPERTIES COST ${ARG_COST})
+    endif()
     if(ARG_SHARDS GREATER 1)
       math(EXPR index "${shard} - 1")
       set_tests_properties(${test_name} PROPERTIES

@@ -129,16 +129,34 @@ void ChildPool::warm(const SandboxLaunch& launch) {
 }
 
 void ChildPool::settle() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] {
-    for (auto& [name, kind] : kinds_)
-      if (kind.wanted > 0 || kind.starting > 0) return false;
-    return true;
-  });
-  for (auto& [name, kind] : kinds_) {
-    std::string error;
-    for (auto child = kind.children.begin(); child != kind.children.end();)
-      child = (*child)->await_ready(error) ? std::next(child) : kind.children.erase(child);
+  // A child that does not become ready (its start outlasted the ready timeout on a loaded
+  // host, or it died) is dropped and, once, started again, so a slow start does not leave
+  // the pool short; a second failure leaves it short, and says why in the log.
+  for (int round = 0; round < 2; ++round) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] {
+      for (auto& [name, kind] : kinds_)
+        if (kind.wanted > 0 || kind.starting > 0) return false;
+      return true;
+    });
+    int dropped = 0;
+    for (auto& [name, kind] : kinds_) {
+      std::string error;
+      for (auto child = kind.children.begin(); child != kind.children.end();) {
+        if ((*child)->await_ready(error)) {
+          ++child;
+          continue;
+        }
+        log_warn("child_pool", "a pre-started child never became ready",
+                 {{"kind", sandbox_kind_name(kind.launch.kind)}, {"error", error}, {"retried", round > 0 ? "yes" : "no"}});
+        child = kind.children.erase(child);
+        ++dropped;
+      }
+    }
+    if (dropped == 0 || round > 0) return;
+    for (auto& [name, kind] : kinds_) want_depth(kind);
+    lock.unlock();
+    changed_.notify_all();
   }
 }
 

@@ -52,8 +52,8 @@ class ChildPool {
   //! calls it at start for the kinds its targets need, so even its first generation finds them).
   void warm(const SandboxLaunch& launch);
   //! Waits until the starts asked for (warm, refill) have been made and every pooled child has
-  //! finished starting (dropping those that fail or died), so none competes with a timed run on
-  //! the CPU.
+  //! finished starting (dropping those that fail or died, and starting their replacements once
+  //! more, logged), so none competes with a timed run on the CPU.
   void settle();
   //! Live children of `launch`'s kind now, ready or still starting.
   int size(const SandboxLaunch& launch);

@@ -102,5 +102,43 @@ class RewriteTest(unittest.TestCase):
         self.assertIn("extern_kernels.mm", reply["reason"])
 
 
+class _Source:
+    def __init__(self, name):
+        self._name = name
+
+    def name(self):
+        return self._name
+
+
+class _Node:
+    def __init__(self, name, source):
+        self.op, self.name = "placeholder", name
+        self.meta = {"grapharg": type("GraphArg", (), {"source": _Source(source)})()}
+
+
+class _Graph:
+    def __init__(self, sources):
+        self.graph = type("Graph", (), {"nodes": [_Node(f"arg{i}", s) for i, s in enumerate(sources)]})()
+
+
+class PlaceholderBindingsTest(unittest.TestCase):
+    """Graph inputs named by the op's input names (L['x']) or by position through a wrapper's
+    *args (L['args'][0], as torch 2.11 traces the op's forward); anything else is refused."""
+
+    def test_named_and_positional_sources_bind_to_op_inputs(self):
+        from inductor_harvest import placeholder_bindings
+        self.assertEqual(placeholder_bindings(_Graph(["L['x']", "L['x'].size()[0]", "L['y'].stride()[1]"]), ["x", "y"]),
+                         [{"input": "x"}, {"size": ["x", 0]}, {"stride": ["y", 1]}])
+        self.assertEqual(placeholder_bindings(_Graph(["L['args'][1].size()[0]", "L['args'][0]", "L['args'][1]"]),
+                                              ["x", "y"]),
+                         [{"size": ["y", 0]}, {"input": "x"}, {"input": "y"}])
+
+    def test_other_sources_are_refused(self):
+        from inductor_harvest import placeholder_bindings
+        for source in ("L['args'][2]", "L['z']", "L['self'].weight", "G['table']"):
+            with self.subTest(source), self.assertRaises(inductor_rewrite.Refused):
+                placeholder_bindings(_Graph([source]), ["x", "y"])
+
+
 if __name__ == "__main__":
     unittest.main()

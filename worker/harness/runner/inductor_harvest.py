@@ -13,7 +13,10 @@ from inductor_rewrite import Refused, rewrite
 # caches (so the wrapper is generated, not loaded), and softmax as the classic three loops
 # (online softmax calls helpers kforge has no version of).
 HARVEST_INDUCTOR_CONFIG = {"force_disable_caches": True, "online_softmax": False}
-SOURCE_PATTERN = re.compile(r"^L\['(\w+)'\](?:\.(size|stride)\(\)\[(\d+)\])?$")
+# A graph input is an op input by name (L['x']) or, where Dynamo traced through a wrapper that
+# takes *args (torch 2.11 does for the op's forward), by position (L['args'][0]); either way
+# optionally one of its sizes or strides.
+SOURCE_PATTERN = re.compile(r"^L\['(\w+)'\](?:\[(\d+)\])?(?:\.(size|stride)\(\)\[(\d+)\])?$")
 
 
 def source_name(source):
@@ -31,12 +34,17 @@ def placeholder_bindings(gm, input_names):
         grapharg = node.meta.get("grapharg")
         name = source_name(getattr(grapharg, "source", None)) if grapharg is not None else ""
         match = SOURCE_PATTERN.match(name)
-        if not match or match.group(1) not in input_names:
+        input_name = None
+        if match and match.group(2) is None and match.group(1) in input_names:
+            input_name = match.group(1)
+        elif match and match.group(1) == "args" and match.group(2) is not None and int(match.group(2)) < len(input_names):
+            input_name = input_names[int(match.group(2))]  # the forward is called with the inputs in order
+        if input_name is None:
             raise Refused(f"graph input {node.name} comes from '{name}', not from an op input or its sizes")
-        if match.group(2):
-            bindings.append({match.group(2): [match.group(1), int(match.group(3))]})
+        if match.group(3):
+            bindings.append({match.group(3): [input_name, int(match.group(4))]})
         else:
-            bindings.append({"input": match.group(1)})
+            bindings.append({"input": input_name})
     return bindings
 
 
