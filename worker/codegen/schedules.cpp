@@ -142,7 +142,10 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
   if (!kinds.matmul) mms = {{64, 64, 32, 8, 4, 3}};
   // Whole-row schedules keep next_power_of_2(len) values per row in registers: for rows up to 8192.
   const bool whole_fits = kinds.max_row > 0 && kinds.max_row <= 8192;
-  const int whole_warps = std::clamp<int>(static_cast<int>(std::min<int64_t>(kinds.max_row, 8192) / 512), 1, 16);
+  // One warp per 512 values of the row, rounded down to a power of two (Triton accepts no other
+  // num_warps: a 6727-long row once asked for 13).
+  int whole_warps = 1;
+  while (whole_warps < 16 && whole_warps * 2 * 512 <= std::min<int64_t>(kinds.max_row, 8192)) whole_warps *= 2;
   for (auto mm : mms) {
     Schedule base;
     base.block_m = mm.bm;

@@ -148,3 +148,34 @@ TEST(CodegenTargets, EveryTritonProgramPassesTheRunnersStaticRules) {
   EXPECT_EQ(rc, 0) << "some triton programs break the runner's rules (printed above)";
   EXPECT_GE(programs, 147);
 }
+
+// Triton accepts only a power of two for num_warps: a launch with 13 (a 6727-long row's
+// whole-row schedule, KernelBench level 2's 8_Conv3d_..._Sum) fails on the GPU at its first
+// call, while Triton's CPU interpreter ignores the number. Every launch of every schedule.
+TEST(CodegenTargets, EveryTritonLaunchAsksForAPowerOfTwoWarps) {
+  std::vector<std::pair<std::string, spec::OpSpec>> ops;
+  for (const auto& path : kforge::testing::suite_files())
+    ops.emplace_back(path.stem().string(), kforge::testing::load_op_file(path));
+  for (const auto& path : kforge::testing::kernelbench_op_files())
+    ops.emplace_back(path.stem().string(), kforge::testing::load_op_file(path));
+  auto long_rows = kforge::testing::suite_op("softmax_last");
+  long_rows.inputs[0].shape = {64, 6727};  // one warp per 512 values would be 13
+  ops.emplace_back("softmax_last 64x6727", long_rows);
+  int launches = 0;
+  for (const auto& [path, spec] : ops) {
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << path;
+    for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::triton)) {
+      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::triton);
+      ASSERT_TRUE(gen.ok()) << path << ": " << gen.unsupported;
+      const std::string key = "num_warps=";
+      for (size_t at = gen.program.find(key); at != std::string::npos; at = gen.program.find(key, at + 1)) {
+        int warps = std::atoi(gen.program.c_str() + at + key.size());
+        EXPECT_TRUE(warps >= 1 && (warps & (warps - 1)) == 0)
+            << path << " " << schedule.label() << ": num_warps=" << warps;
+        ++launches;
+      }
+    }
+  }
+  EXPECT_GT(launches, 1000);
+}
