@@ -189,6 +189,9 @@ def check(row, program, args):
         row[key] = result.get(key)
     if row["speedup_vs_eager"] is None:
         row["speedup_vs_eager"] = result.get("speedup")
+    baseline_note = str((result.get("environment") or {}).get("baseline") or "")
+    if row["outcome"] == "correct" and row["speedup_vs_compile"] is None and "torch.compile failed" in baseline_note:
+        row["compile_baseline_missing"] = baseline_note[baseline_note.index("torch.compile failed"):][:300]
     for side in ("kernel", "baseline", "baseline_compile"):
         if result.get(side):
             row[f"{side}_ms"] = result[side].get("median_ms")
