@@ -2,7 +2,10 @@
 // product of [positions, C_in/groups * window] (x gathered through the window, never
 // copied) and the weight as [C_in/groups * window, C_out/groups]; each program computes a
 // BLOCK_M x BLOCK_N tile of outputs (positions x channels of one group) with tl.dot over
-// BLOCK_K chunks of the reduction, then the stage's fused epilogue on the tile.
+// BLOCK_K chunks of the reduction, then the stage's fused epilogue on the tile. A transposed
+// conv is the same product in its gather form: output position o reads input i = (o + p -
+// k*d) / s where that divides exactly (the other taps are masked zeros), with the weight
+// [C_in, C_out/groups, k...] read as [C_in/groups * window, C_out/groups] per group.
 // Test: ctest -R 'codegen_(lower|window)'.
 #include <sstream>
 
@@ -13,9 +16,8 @@ namespace kforge::codegen::emit {
 bool TritonEmitter::conv_as_gemm(const Node& node) const {
   // Grouped convs with few output channels per group (depthwise) would fill a tl.dot tile
   // with masked lanes: they keep the direct kernel.
-  if (s_.window_gemm == 0 || node.window.op != "conv") return false;
-  const int64_t out_channels = g_.nodes[node.args[1]].shape[0].value;
-  return out_channels / node.window.groups >= 8;
+  if (s_.window_gemm == 0 || !node.window.is_conv()) return false;
+  return conv_out_channels_per_group(g_, node) >= 8;
 }
 
 void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::string& err) {
@@ -35,19 +37,25 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   WindowNames names = window_names(
       g_, node, [&](const Dim& d) { return dim(k, d); },
       [&](const std::string& expr, const std::string& preferred) { return k.size(py(expr), preferred); });
-  const bool grouped = win.groups > 1;
-  const std::string cout_group = grouped ? names.cout_group : dim(k, ws[0]);
+  const bool grouped = win.groups > 1, transposed = win.op == "conv_transpose";
+  const std::string cout_group = grouped || transposed ? names.cout_group : dim(k, ws[0]);
   // M: batch x output positions; K: the reduction, C_in/groups x the window.
   Shape positions = {out_shape[0]};
   positions.insert(positions.end(), out_shape.end() - spatial, out_shape.end());
   const std::string M = k.size(py(numel_expr(positions)), "M");
-  const std::string K = k.size(py(numel_expr(Shape(ws.begin() + 1, ws.end()))), "K");
+  const Shape window_dims(ws.begin() + 2, ws.end());
+  const std::string K =
+      transposed ? k.size(py("(" + (grouped ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()) +
+                             ") * " + numel_expr(window_dims)),
+                          "K")
+                 : k.size(py(numel_expr(Shape(ws.begin() + 1, ws.end()))), "K");
   const std::string bm = k.constant("BLOCK_M", std::to_string(s_.block_m));
   const std::string bn = k.constant("BLOCK_N", std::to_string(s_.block_n));
   const std::string bk = k.constant("BLOCK_K", std::to_string(s_.block_k));
   k.stages = s_.stages;
   k.grid = "(triton.cdiv(" + py(numel_expr(positions)) + ", " + std::to_string(s_.block_m) + ") * triton.cdiv(" +
-           py(grouped ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()) + ", " +
+           py(transposed ? ws[1].expr() : grouped ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()) +
+           ", " +
            std::to_string(s_.block_n) + ")" + (grouped ? ", " + std::to_string(win.groups) + ")" : ",)");
 
   std::ostringstream body;
@@ -84,17 +92,38 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   for (int sd = 0; sd < spatial; ++sd) {
     const std::string ix = "ix" + std::to_string(sd);
     const int64_t s = win.stride[sd], p = win.padding[sd], d = win.dilation[sd];
-    std::string at = pos[sd] + "[:, None]" + (s == 1 ? "" : " * " + std::to_string(s)) +
-                     (p == 0 ? "" : " - " + std::to_string(p)) + " + " + kd[sd] + "[None, :]" +
-                     (d == 1 ? "" : " * " + std::to_string(d));
-    body << "        " << ix << " = " << at << "\n";
-    if (p > 0) a_mask += " & (" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    const std::string tap = kd[sd] + "[None, :]" + (d == 1 ? "" : " * " + std::to_string(d));
+    if (!transposed) {
+      std::string at = pos[sd] + "[:, None]" + (s == 1 ? "" : " * " + std::to_string(s)) +
+                       (p == 0 ? "" : " - " + std::to_string(p)) + " + " + tap;
+      body << "        " << ix << " = " << at << "\n";
+      if (p > 0) a_mask += " & (" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    } else {
+      const std::string t = "t" + std::to_string(sd);
+      body << "        " << t << " = " << pos[sd] << "[:, None]" << (p == 0 ? "" : " + " + std::to_string(p)) << " - "
+           << tap << "\n";
+      if (s == 1) {
+        body << "        " << ix << " = " << t << "\n";
+      } else {
+        body << "        " << ix << " = " << t << " // " << s << "\n";
+        a_mask += " & (" + t + " % " + std::to_string(s) + " == 0)";
+      }
+      a_mask += " & (" + t + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    }
     x_at = "(" + x_at + ") * " + names.in[sd] + " + " + ix;
   }
   body << "        a_tile = tl.load(" << x << " + " << x_at << ", mask=" << a_mask << ", other=0.0)\n";
   const std::string co = grouped ? "grp * " + cout_group + " + rn" : "rn";
-  body << "        b_tile = tl.load(" << w << " + (" << co << ")[None, :] * " << K
-       << " + rk[:, None], mask=(rk[:, None] < " << K << ") & (rn[None, :] < " << cout_group << "), other=0.0)\n";
+  const std::string b_mask = "(rk[:, None] < " + K + ") & (rn[None, :] < " + cout_group + ")";
+  if (!transposed) {
+    body << "        b_tile = tl.load(" << w << " + (" << co << ")[None, :] * " << K << " + rk[:, None], mask=" << b_mask
+         << ", other=0.0)\n";
+  } else {  // w[grp * C_in/groups + ci, rn, window position]
+    const std::string taps = k.size(py(numel_expr(window_dims)), "taps");
+    body << "        b_tile = tl.load(" << w << " + ((" << channel_base << "ci)[:, None] * " << cout_group
+         << " + rn[None, :]) * " << taps << " + (rk % " << taps << ")[:, None], mask=" << b_mask
+         << ", other=0.0)\n";
+  }
   body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")\n";
 
   // The epilogue on the tile: output coordinates as [BLOCK_M, BLOCK_N] broadcasts.

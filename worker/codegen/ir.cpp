@@ -135,6 +135,12 @@ bool swaps_last_two(const Node& node) {
   return true;
 }
 
+int64_t conv_out_channels_per_group(const Graph& g, const Node& node) {
+  if (node.kind != NodeKind::window || !node.window.is_conv()) return 0;
+  const Shape& ws = g.nodes[node.args[1]].shape;
+  return node.window.op == "conv" ? ws[0].value / node.window.groups : ws[1].value;
+}
+
 Dim product_dim(const Shape& dims, const std::string& name) {
   const Dim* only = nullptr;
   int counted = 0;

@@ -127,4 +127,9 @@ Dim product_dim(const Shape& dims, const std::string& name);
 //! True for a view whose only effect is swapping its last two dims (x.transpose(-2, -1)).
 bool swaps_last_two(const Node& node);
 
+//! Output channels per group of a conv or conv_transpose window node at the main shapes
+//! (weight [C_out, C_in/g, k...] or [C_in, C_out/g, k...]); 0 for pooling. The Triton
+//! implicit GEMM tiles them (N), so few of them (depthwise) keep the direct kernel.
+int64_t conv_out_channels_per_group(const Graph& g, const Node& node);
+
 }  // namespace kforge::codegen

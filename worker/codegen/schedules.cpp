@@ -14,7 +14,7 @@ namespace {
 // Which stage kinds an op has.
 struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
-  bool conv_gemm = false;  // a conv with enough output channels per group for tl.dot tiles (triton)
+  bool conv_gemm = false;  // a conv (or transposed) with enough output channels per group for tl.dot tiles (triton)
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   explicit StageKinds(const Analysis& analysis) {
@@ -27,7 +27,7 @@ struct StageKinds {
       window |= stage.kind == StageKind::window;
       if (stage.kind == StageKind::window) {
         const Node& node = g.nodes[stage.anchor];
-        conv_gemm |= node.window.op == "conv" && g.nodes[node.args[1]].shape[0].value / node.window.groups >= 8;
+        conv_gemm |= conv_out_channels_per_group(g, node) >= 8;
       }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
