@@ -23,6 +23,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -170,7 +171,60 @@ def odd_shapes_op(op_path, work):
     return path
 
 
+class MemoryGate:
+    """Checks run side by side only while their estimated memory fits a budget: twelve of
+    level 2's GPU-sized problems at once ran the card out of memory (CUDA OOM) and the host
+    out of memory (signal 9) on an H200. A check larger than the whole budget runs alone."""
+
+    def __init__(self, budget_bytes):
+        self.budget, self.used = budget_bytes, 0
+        self.cond = threading.Condition()
+
+    def __call__(self, need):
+        gate = self
+
+        class Reservation:
+            def __enter__(self):
+                with gate.cond:
+                    self.need = min(need, gate.budget)
+                    gate.cond.wait_for(lambda: gate.used + self.need <= gate.budget)
+                    gate.used += self.need
+
+            def __exit__(self, *exc):
+                with gate.cond:
+                    gate.used -= self.need
+                    gate.cond.notify_all()
+
+        return Reservation()
+
+
+# Bytes a check holds per byte of its op's inputs (estimated, not measured): the inputs of each
+# trial and the secret-seed trial, outputs of about their size kept per trial, and the eager,
+# torch.compile and candidate runners' own copies.
+CHECK_BYTES_PER_INPUT_BYTE = 16
+
+
+def op_input_bytes(op_path):
+    with open(op_path) as file:
+        op = json.load(file)
+    size = {"float64": 8, "int64": 8, "float16": 2, "bfloat16": 2, "bool": 1, "uint8": 1, "int8": 1}
+    total = 0
+    for spec in op.get("inputs", []):
+        count = 1
+        for extent in spec.get("shape", []):
+            count *= int(extent)
+        total += count * size.get(spec.get("dtype", "float32"), 4)
+    return total
+
+
 def check(row, program, args):
+    if args.memory_gate is None:
+        return check_now(row, program, args)
+    with args.memory_gate(CHECK_BYTES_PER_INPUT_BYTE * op_input_bytes(row["op"])):
+        return check_now(row, program, args)
+
+
+def check_now(row, program, args):
     op = odd_shapes_op(row["op"], args.work) if args.odd_shapes else row["op"]
     cmd = [os.path.join(args.bin, "kforge-worker"), "check", op, program, "--device", args.device]
     cmd += (["--target", args.target] if args.target != "opencl" else []) + args.check_flags.split()
@@ -275,10 +329,16 @@ def main(argv=None):
     parser.add_argument("--import-memory-gib", type=int, default=8, help="address-space limit of one import")
     parser.add_argument("--import-timeout", type=int, default=300)
     parser.add_argument("--check-timeout", type=int, default=900)
+    parser.add_argument("--memory-gib", type=float, default=None,
+                        help="checks side by side only while their estimated memory (16x their op's input bytes) "
+                             "fits this many GiB (default: 48 for a GPU check, no limit on the CPU; 0: no limit)")
     args = parser.parse_args(argv)
     args.lower = args.lower or args.check
     if not args.device:
         args.device = "cpu" if args.target == "opencl" else "cuda"
+    if args.memory_gib is None:
+        args.memory_gib = 48 if args.device != "cpu" and not args.odd_shapes else 0
+    args.memory_gate = MemoryGate(int(args.memory_gib * 2**30)) if args.memory_gib and args.jobs > 1 else None
     if args.jobs > 1 and args.check and not args.timing_lock:
         args.timing_lock = os.path.join(args.work, "timing.lock")
 
