@@ -28,7 +28,7 @@ endfunction()
 # SHARDS n registers the binary as n ctest tests, name.1ofn ... name.nofn, each running every
 # n-th TEST through GoogleTest's own sharding (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX), so
 # `ctest -j` spreads a binary of several long TESTs over cores: on a 16-core GPU host the
-# longest binary, not the sum of its TESTs, bounds the suite. `ctest -R name` still runs all.
+# longest binary, not the sum of its TESTs, bounds the suite. `ctest -R <name>` still runs all.
 # COST c (ctest's COST: the higher, the earlier it starts) puts the long tests first on a
 # fresh build, which has no timings of its own yet, so none starts last and sets the end.
 function(kforge_add_test name)

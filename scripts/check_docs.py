@@ -57,6 +57,8 @@ def registered_tests(build_dir):
         sys.exit("check-docs: %s is not a configured build folder (run `make build` first)" % build_dir)
     listing = subprocess.run(["ctest", "-N"], cwd=build_dir, capture_output=True, text=True).stdout
     tests = re.findall(r"Test\s+#\d+: (\S+)", listing)
+    # A binary registered in shards (kforge_add_test SHARDS: name.1ofN ...) is named by its base name too.
+    tests += sorted({shard.group(1) for shard in map(re.compile(r"^(.+)\.\d+of\d+$").match, tests) if shard})
     labels_out = subprocess.run(["ctest", "--print-labels"], cwd=build_dir, capture_output=True, text=True).stdout
     labels = [line.strip() for line in labels_out.split("\n")[1:] if line.strip()]
     return tests, labels
