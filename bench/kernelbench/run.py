@@ -13,6 +13,7 @@ the imported ones) with a correct, unflagged kernel faster than the baseline.
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import datetime
 import hashlib
 import json
@@ -180,22 +181,18 @@ class MemoryGate:
         self.budget, self.used = budget_bytes, 0
         self.cond = threading.Condition()
 
+    @contextlib.contextmanager
     def __call__(self, need):
-        gate = self
-
-        class Reservation:
-            def __enter__(self):
-                with gate.cond:
-                    self.need = min(need, gate.budget)
-                    gate.cond.wait_for(lambda: gate.used + self.need <= gate.budget)
-                    gate.used += self.need
-
-            def __exit__(self, *exc):
-                with gate.cond:
-                    gate.used -= self.need
-                    gate.cond.notify_all()
-
-        return Reservation()
+        need = min(need, self.budget)
+        with self.cond:
+            self.cond.wait_for(lambda: self.used + need <= self.budget)
+            self.used += need
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.used -= need
+                self.cond.notify_all()
 
 
 # Bytes a check holds per byte of its op's inputs (estimated, not measured): the inputs of each

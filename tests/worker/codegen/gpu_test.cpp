@@ -105,43 +105,38 @@ bool triton_usable(std::string& why) {
   return false;
 }
 
+// check_ops_on_gpu, or the TEST skipped with the reason: no NVIDIA GPU, or (triton) no
+// python that imports torch and triton.
+void check_ops_on_gpu_or_skip(const std::string& target, const std::vector<const char*>& names,
+                              spec::OpSpec (*load)(const std::string&)) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
+  if (target == "triton" && !triton_usable(why)) GTEST_SKIP() << why;
+  check_ops_on_gpu(target, names, load);
+}
+
 }  // namespace
 
 TEST(CodegenGpu, CudaProgramsOfEveryStageKindAreCorrectOnTheGpu) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  check_ops_on_gpu("cuda", kSuiteOps, kforge::testing::suite_op);
+  check_ops_on_gpu_or_skip("cuda", kSuiteOps, kforge::testing::suite_op);
 }
 
 TEST(CodegenGpu, TritonProgramsOfEveryStageKindAreCorrectOnTheGpu) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  if (!triton_usable(why)) GTEST_SKIP() << why;
-  check_ops_on_gpu("triton", kSuiteOps, kforge::testing::suite_op);
+  check_ops_on_gpu_or_skip("triton", kSuiteOps, kforge::testing::suite_op);
 }
 
 TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInCuda) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  check_ops_on_gpu("cuda", kWindowOps, kforge::testing::kernelbench_op);
+  check_ops_on_gpu_or_skip("cuda", kWindowOps, kforge::testing::kernelbench_op);
 }
 
 TEST(CodegenGpu, WindowProgramsAreCorrectOnTheGpuInTriton) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  if (!triton_usable(why)) GTEST_SKIP() << why;
-  check_ops_on_gpu("triton", kWindowOps, kforge::testing::kernelbench_op);
+  check_ops_on_gpu_or_skip("triton", kWindowOps, kforge::testing::kernelbench_op);
 }
 
 TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInCuda) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  check_ops_on_gpu("cuda", kKernelBenchOps, kforge::testing::kernelbench_op);
+  check_ops_on_gpu_or_skip("cuda", kKernelBenchOps, kforge::testing::kernelbench_op);
 }
 
 TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInTriton) {
-  std::string why;
-  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
-  if (!triton_usable(why)) GTEST_SKIP() << why;
-  check_ops_on_gpu("triton", kKernelBenchOps, kforge::testing::kernelbench_op);
+  check_ops_on_gpu_or_skip("triton", kKernelBenchOps, kforge::testing::kernelbench_op);
 }
