@@ -103,9 +103,16 @@ void ChildPool::spawner_loop() {
 }
 
 std::unique_ptr<SandboxChild> ChildPool::take(const SandboxLaunch& launch) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   Kind& kind = kind_for(launch);
-  drop_dead(kind);
+  // A start asked for (warm, refill) and not made yet is a fork and exec away: wait for it
+  // rather than have the caller start a child of its own. A worker that claims its first job
+  // within milliseconds of warming (a loaded host delays the pool's thread) would otherwise
+  // find the pool empty.
+  changed_.wait(lock, [&] {
+    drop_dead(kind);
+    return stopping_ || !kind.children.empty() || (kind.wanted == 0 && kind.starting == 0);
+  });
   if (kind.children.empty()) return nullptr;
   std::unique_ptr<SandboxChild> child = std::move(kind.children.front());
   kind.children.pop_front();

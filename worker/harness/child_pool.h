@@ -41,7 +41,8 @@ class ChildPool {
 
   //! The oldest live child started like `launch` (its arena fds are ignored; ready or still
   //! starting: the caller awaits it), or nullptr when there is none: a kind not seen before is
-  //! registered, so a later refill() starts its children. A child found dead is dropped, never
+  //! registered, so a later refill() starts its children. A start asked for and not made yet
+  //! (warm, refill) is waited for: it takes a fork and exec. A child found dead is dropped, never
   //! handed out. Nothing starts here: a child starting while a CPU kernel is timed would
   //! disturb the measurement, so replacements wait for refill().
   std::unique_ptr<SandboxChild> take(const SandboxLaunch& launch);

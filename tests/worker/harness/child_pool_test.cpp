@@ -143,6 +143,22 @@ TEST(ChildPool, KilledPooledChildIsReplacedNotHandedOut) {
   for (pid_t pid : now) EXPECT_TRUE(pid != pids[0] && pid != pids[1]);
 }
 
+// A worker claims its first job right after warming its pool (the job was queued before it
+// started): the take waits for the start asked for, not for readiness, and never comes back
+// empty-handed while the pool's thread is about to start the child.
+TEST(ChildPool, TakeRightAfterWarmGetsTheChildBeingStarted) {
+  REQUIRE_OPENCL();
+  ChildPool pool(1);
+  const SandboxLaunch launch = pocl_launch(pooled_pocl_options(nullptr));
+  pool.warm(launch);
+  auto child = pool.take(launch);
+  ASSERT_TRUE(child) << "the start warm() asked for is waited for";
+  EXPECT_EQ(pool.started(), 1);
+  std::string error;
+  EXPECT_TRUE(child->await_ready(error)) << error;
+  EXPECT_EQ(pool.size(launch), 0) << "nothing starts on take: replacements wait for refill()";
+}
+
 // A child dies with the thread that spawned it (the jail's PR_SET_PDEATHSIG): the pool starts
 // its children from its own thread, so asking from a thread that then ends costs nothing.
 TEST(ChildPool, ChildrenOutliveTheThreadThatAskedForThem) {
