@@ -5,7 +5,8 @@
 // BLOCK_K chunks of the reduction, then the stage's fused epilogue on the tile. A transposed
 // conv is the same product in its gather form: output position o reads input i = (o + p -
 // k*d) / s where that divides exactly (the other taps are masked zeros), with the weight
-// [C_in, C_out/groups, k...] read as [C_in/groups * window, C_out/groups] per group.
+// [C_in, C_out/groups, k...] read as [C_in/groups * window, C_out/groups] per group. The
+// tl.dot is fp32 ("ieee") or, in dot_x3 schedules, tf32x3 on the tensor cores, as matmuls.
 // Test: ctest -R 'codegen_(lower|window)'.
 #include <sstream>
 
@@ -124,7 +125,7 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
          << " + rn[None, :]) * " << taps << " + (rk % " << taps << ")[:, None], mask=" << b_mask
          << ", other=0.0)\n";
   }
-  body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")\n";
+  body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
 
   // The epilogue on the tile: output coordinates as [BLOCK_M, BLOCK_N] broadcasts.
   std::vector<std::string> coords;

@@ -197,15 +197,18 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
     } else if (kinds.window) {
       // Convs: implicit-GEMM tiles (block_m positions x block_n channels, block_k of the
       // reduction per tl.dot) first; then BLOCK outputs per program, each walking its window.
+      // The two larger tiles come first also as tf32x3 (three TF32 products per fp32 one, on
+      // the tensor cores; cuDNN's fp32 conv, the baseline with TF32 off, has none to use).
       if (kinds.conv_gemm)
-        for (auto [bm, bn, bk, warps] : std::vector<std::tuple<int, int, int, int>>{
-                 {64, 64, 32, 4}, {128, 64, 32, 8}, {32, 32, 32, 4}}) {
+        for (auto [bm, bn, bk, warps, x3] : std::vector<std::tuple<int, int, int, int, int>>{
+                 {128, 64, 32, 8, 1}, {64, 64, 32, 4, 1}, {64, 64, 32, 4, 0}, {128, 64, 32, 8, 0}, {32, 32, 32, 4, 0}}) {
           Schedule s = base;
           s.block_m = bm;
           s.block_n = bn;
           s.block_k = bk;
           s.warps = warps;
           s.block = 256;
+          s.dot_x3 = x3;
           variants.push_back(s);
         }
       const size_t direct = variants.size();

@@ -3,6 +3,7 @@
 // program parses in the kforge format. Run: ctest -R codegen_lower.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "tests/worker/codegen/suite_ops.h"
@@ -348,7 +349,14 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
   ASSERT_GE(space.size(), 2u);
   auto gemm = codegen::emit_program(wide, space.front(), codegen::Target::triton);
   ASSERT_TRUE(gemm.ok()) << gemm.unsupported;
-  EXPECT_TRUE(contains(gemm.program, "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")")) << gemm.program;
+  // tf32x3 tiles first (the tensor cores), then the same tiles in fp32 FMA.
+  EXPECT_TRUE(contains(gemm.program, "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"tf32x3\")")) << gemm.program;
+  EXPECT_TRUE(contains(gemm.program, "input_precision=\"tf32x3\": each fp32 product")) << "the header says so\n"
+                                                                                         << gemm.program;
+  auto ieee = std::find_if(space.begin(), space.end(), [](const codegen::Schedule& s) { return !s.dot_x3; });
+  ASSERT_NE(ieee, space.end());
+  EXPECT_TRUE(contains(codegen::emit_program(wide, *ieee, codegen::Target::triton).program,
+                       "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")"));
   EXPECT_TRUE(contains(gemm.program, "grp = tl.program_id(1)")) << "one grid column per group\n" << gemm.program;
   auto direct = codegen::emit_program(wide, space.back(), codegen::Target::triton);
   ASSERT_TRUE(direct.ok()) << direct.unsupported;
