@@ -140,18 +140,27 @@ def fresh_import(path, level, op_path, timeout, python, memory_gib, name):
     return row
 
 
-def lower(row, bin_dir, target, programs_dir, timeout):
-    rc, program, err = run([os.path.join(bin_dir, "kforge-codegen"), "emit", row["op"], "0", "--target", target], timeout)
-    if rc != 0 or not program.strip():
-        row["lowered"] = False
-        row["lowering_failure"] = lowering_reason(err or program or f"exit {rc}")
-        return None
-    row["lowered"] = True
-    path = os.path.join(programs_dir, f"level{row['level']}", f"{row['problem']}.{EXTENSIONS[target]}")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as file:
-        file.write(program)
-    return path
+def lower(row, bin_dir, target, programs_dir, timeout, samples=1):
+    """The teacher's first `samples` schedules (as a generation with that many samples proposes
+    them), written beside each other; [] when the first does not emit."""
+    paths = []
+    for index in range(samples):
+        rc, program, err = run([os.path.join(bin_dir, "kforge-codegen"), "emit", row["op"], str(index),
+                                "--target", target], timeout)
+        if rc != 0 or not program.strip():
+            if index == 0:
+                row["lowered"] = False
+                row["lowering_failure"] = lowering_reason(err or program or f"exit {rc}")
+            break  # a later index past the op's schedule space ends the list
+        suffix = "" if index == 0 else f".s{index}"
+        path = os.path.join(programs_dir, f"level{row['level']}", f"{row['problem']}{suffix}.{EXTENSIONS[target]}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as file:
+            file.write(program)
+        paths.append(path)
+    if paths:
+        row["lowered"] = True
+    return paths
 
 
 def odd_shapes_op(op_path, work):
@@ -214,26 +223,50 @@ def op_input_bytes(op_path):
     return total
 
 
-def check(row, program, args):
+def check(row, programs, args):
     if args.memory_gate is None:
-        return check_now(row, program, args)
+        return check_now(row, programs, args)
     with args.memory_gate(CHECK_BYTES_PER_INPUT_BYTE * op_input_bytes(row["op"])):
-        return check_now(row, program, args)
+        return check_now(row, programs, args)
 
 
-def check_now(row, program, args):
+def schedule_label(program):
+    """The schedule named in the teacher's header line ("..., schedule LABEL[, target T])")."""
+    match = re.search(r"schedule ([^,\s)]+)", program.split("\n", 1)[0])
+    return match.group(1) if match else None
+
+
+def check_now(row, programs, args):
+    """Checks the programs with one Checker (the reference and baselines computed once) and
+    answers, as a generation does, the fastest correct unflagged one; with none, the first
+    program's outcome."""
     op = odd_shapes_op(row["op"], args.work) if args.odd_shapes else row["op"]
-    cmd = [os.path.join(args.bin, "kforge-worker"), "check", op, program, "--device", args.device]
+    cmd = [os.path.join(args.bin, "kforge-worker"), "check", op, *programs, "--device", args.device]
     cmd += (["--target", args.target] if args.target != "opencl" else []) + args.check_flags.split()
     if args.timing_lock:
         cmd += ["--timing-lock", os.path.abspath(args.timing_lock)]
     rc, out, err = run(cmd, args.check_timeout)
-    try:
-        result = json.loads(out)
-    except ValueError:
+    results = []
+    for line in out.splitlines():
+        try:
+            results.append(json.loads(line))
+        except ValueError:
+            pass
+    if not results:
         row["outcome"] = "harness_failure"
         row["message"] = first_line(err or out)[:400]
         return
+    for result, program in zip(results, programs):
+        with open(program) as file:
+            result["_schedule"] = schedule_label(file.read())
+    if len(programs) > 1:
+        row["samples_checked"] = len(results)
+        row["sample_outcomes"] = [{"schedule": r["_schedule"], "outcome": r.get("outcome"),
+                                   "kernel_ms": (r.get("kernel") or {}).get("median_ms")} for r in results]
+    good = [r for r in results if r.get("outcome") == "correct" and not r.get("suspicious")]
+    timed = [r for r in good if (r.get("kernel") or {}).get("median_ms")]
+    result = (min(timed, key=lambda r: r["kernel"]["median_ms"]) if timed else good[0] if good else results[0])
+    row["schedule"] = result["_schedule"]
     row["outcome"] = result.get("outcome")
     row["suspicious"] = bool(result.get("suspicious"))
     for key in ("speedup_vs_eager", "speedup_vs_compile"):
@@ -313,6 +346,9 @@ def main(argv=None):
     parser.add_argument("--target", default="opencl", choices=sorted(EXTENSIONS))
     parser.add_argument("--device", default="", help="kforge-worker check --device (default: cuda, or PoCL's cpu)")
     parser.add_argument("--check-flags", default="--trials 3", help="extra kforge-worker check flags")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="teacher schedules checked per problem, the fastest correct one answered (as a "
+                             "generation with that many samples; default 1: the first schedule alone)")
     parser.add_argument("--timing-lock", default="", help="a file: checks run side by side take turns to time")
     parser.add_argument("--odd-shapes", action="store_true",
                         help="check on each op's first extra shape set as its main shapes (CPU-sized; timings "
@@ -331,6 +367,8 @@ def main(argv=None):
                              "fits this many GiB (default: 48 for a GPU check, no limit on the CPU; 0: no limit)")
     args = parser.parse_args(argv)
     args.lower = args.lower or args.check
+    if args.samples < 1:
+        parser.error(f"--samples must be at least 1, not {args.samples}")
     if not args.device:
         args.device = "cpu" if args.target == "opencl" else "cuda"
     if args.memory_gib is None:
@@ -358,9 +396,10 @@ def main(argv=None):
         row = import_problem(path, level, os.path.join(args.work, "ops"), args.import_timeout, args.python,
                              args.import_memory_gib)
         if row["imported"] and args.lower:
-            program = lower(row, args.bin, args.target, os.path.join(args.work, "programs", args.target), 120)
-            if program and args.check:
-                check(row, program, args)
+            programs = lower(row, args.bin, args.target, os.path.join(args.work, "programs", args.target), 120,
+                             args.samples if args.check else 1)
+            if programs and args.check:
+                check(row, programs, args)
         status = row.get("outcome") or ("lowered" if row.get("lowered") else row.get("lowering_failure")
                                         if row["imported"] else row["refusal"])
         print(f"level{level} {row['problem'][:48]:48s} {row['import_s']:6.1f}s {status}", flush=True)

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -351,5 +352,50 @@ TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
   EXPECT_EQ(second["level1"]["imported"], 4);
   for (size_t idx = 0; idx < second["rows"].size(); ++idx)
     EXPECT_EQ(second["rows"][idx]["import_s"], result["rows"][idx]["import_s"]) << "import redone: " << idx;
+  fs::remove_all(root);
+}
+
+// run.py --check --samples K checks the teacher's first K schedules with one Checker and
+// answers, as a generation with K samples does, the fastest correct one, naming its schedule.
+TEST_F(ImportKernelBench, BenchRunnerAnswersTheFastestOfSeveralTeacherSchedules) {
+  namespace fs = std::filesystem;
+  auto [devices_status, devices] = kforge::run_command({std::string(KFORGE_BIN_DIR) + "/kforge-worker", "devices"});
+  if (devices.find("target:opencl device:cpu") == std::string::npos)
+    GTEST_SKIP() << "no OpenCL CPU device (install pocl-opencl-icd): " << devices;
+  fs::path root = fs::temp_directory_path() / ("kforge-kb-samples-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "KernelBench" / "level1");
+  fs::copy_file(problem("linear_relu"), root / "KernelBench" / "level1" / "1_linear_relu.py");
+  auto [status, out] = kforge::run_command(
+      {python_with_torch(), std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py", "--kernelbench",
+       root.string(), "--levels", "1", "--check", "--odd-shapes", "--samples", "3", "--check-flags",
+       "--trials 2 --time-budget 0.2", "--bin", KFORGE_BIN_DIR, "--work", (root / "work").string(), "--out",
+       (root / "out.json").string()});
+  ASSERT_EQ(status, 0) << out;
+  std::ifstream in(root / "out.json");
+  const json row = json::parse(in)["rows"].at(0);
+  ASSERT_EQ(row.value("outcome", ""), "correct") << row.dump(1);
+  EXPECT_EQ(row["samples_checked"], 3) << row.dump(1);
+  ASSERT_EQ(row["sample_outcomes"].size(), 3u) << row.dump(1);
+  std::set<std::string> schedules;
+  double fastest = 1e30;
+  std::string fastest_schedule;
+  for (const json& sample : row["sample_outcomes"]) {
+    ASSERT_TRUE(sample["schedule"].is_string()) << "read from the program's header: " << row.dump(1);
+    schedules.insert(sample["schedule"].get<std::string>());
+    if (sample["outcome"] == "correct" && sample["kernel_ms"].get<double>() < fastest) {
+      fastest = sample["kernel_ms"].get<double>();
+      fastest_schedule = sample["schedule"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(schedules.size(), 3u) << "three different schedules: " << row.dump(1);
+  EXPECT_EQ(row["schedule"], fastest_schedule) << row.dump(1);
+  EXPECT_DOUBLE_EQ(row["kernel_ms"].get<double>(), fastest) << row.dump(1);
+
+  auto [bad_status, bad_out] = kforge::run_command({python_with_torch(),
+                                                    std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py",
+                                                    "--kernelbench", root.string(), "--samples", "0"});
+  EXPECT_EQ(bad_status, 2) << bad_out;
+  EXPECT_NE(bad_out.find("--samples must be at least 1, not 0"), std::string::npos) << bad_out;
   fs::remove_all(root);
 }
