@@ -56,6 +56,11 @@ struct Schedule {
   //! triton matmuls: 1 = tl.dot with input_precision "tf32x3" (each fp32 product as three TF32
   //! products on tensor cores, a_hi*b_hi + a_hi*b_lo + a_lo*b_hi: close to fp32's error), 0 = "ieee"
   int dot_x3 = 0;
+  //! triton matmuls: > 1 = split-K, the reduction cut into this many slices, each program's
+  //! partial tile written to a scratch, then summed (and the epilogue applied) by a second
+  //! kernel: for few output tiles over a long K (a matrix-vector product, 256x256 by K = 524288),
+  //! where one program per tile would leave most of the GPU idle
+  int split_k = 1;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

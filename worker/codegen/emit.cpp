@@ -177,6 +177,7 @@ std::string Schedule::label() const {
          std::to_string(group_m);
   if (window_gemm != defaults.window_gemm) s += ".direct";
   if (dot_x3 != defaults.dot_x3) s += ".x3";
+  if (split_k != defaults.split_k) s += ".sk" + std::to_string(split_k);
   return s;
 }
 

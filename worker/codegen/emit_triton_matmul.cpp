@@ -8,7 +8,10 @@
 // off): the harness's reference and baselines run with TF32 off, so a TF32 kernel would be
 // judged against a more precise baseline. Schedules with dot_x3 use "tf32x3" instead: three
 // TF32 products per fp32 product on the tensor cores, with an error close to fp32's (checked
-// at the op's tolerance like every candidate). Test: ctest -R 'codegen_(lower|triton)'.
+// at the op's tolerance like every candidate). Split-K schedules (split_k > 1, for few tiles
+// over a long K) cut K into slices: one kernel per (tile, slice) writes a partial tile to a
+// scratch, a second sums the slices and applies the epilogue.
+// Test: ctest -R 'codegen_(lower|triton|window)'.
 #include <sstream>
 
 #include "worker/codegen/emit_triton.h"
@@ -21,29 +24,48 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
     err = "tl.dot needs tiles of at least 16 in every dim";
     return;
   }
+  const bool split = s_.split_k > 1;
+  // Without split-K one kernel computes the tile and applies the epilogue. With it, the
+  // first kernel (`name`_partial) computes slice `sk` of K for its tile and stores the
+  // partial tile to a scratch; the second (`name`) sums the slices and applies the epilogue.
   TritonKernel k = kernel(name);
-  k.stages = s_.stages;
+  TritonKernel kp = kernel(name + "_partial");
+  TritonKernel& dot = split ? kp : k;  // the kernel with the K loop
+  dot.stages = s_.stages;
   bool trans_a = false, trans_b = false;
   const int a_id = strip_views(g_, mm.args[0], trans_a), b_id = strip_views(g_, mm.args[1], trans_b);
   const Shape& a_eff = g_.nodes[mm.args[0]].shape;
   const Shape& b_eff = g_.nodes[mm.args[1]].shape;
-  const std::string a = k.buffer(forward_buffer(a_id)), b = k.buffer(forward_buffer(b_id));
-  const std::string out = k.output(buffer_of_.at(stage.root));
+  const std::string a = dot.buffer(forward_buffer(a_id)), b = dot.buffer(forward_buffer(b_id));
   const bool batched = a_eff.size() == 3, b_batched = b_eff.size() == 3, mv = b_eff.size() == 1;
   const Dim &m_dim = a_eff[a_eff.size() - 2], &k_dim = a_eff.back();
-  const std::string M = k.size(py(m_dim.expr()), "M"), K = k.size(py(k_dim.expr()), "K");
-  const std::string N = mv ? "1" : k.size(py(b_eff.back().expr()), "N");
+  const std::string out = k.output(buffer_of_.at(stage.root));
+  // Sizes, tiles and the grid of either kernel (both walk the same output tiles).
+  struct Names {
+    std::string M, K, N, bm, bn, bk, gm;
+  };
+  auto names_in = [&](TritonKernel& kk) {
+    Names nm;
+    nm.M = kk.size(py(m_dim.expr()), "M");
+    if (&kk == &dot) nm.K = kk.size(py(k_dim.expr()), "K");  // the summing kernel has no K loop
+    nm.N = mv ? "1" : kk.size(py(b_eff.back().expr()), "N");
+    nm.bm = kk.constant("BLOCK_M", std::to_string(s_.block_m));
+    nm.bn = kk.constant("BLOCK_N", std::to_string(s_.block_n));
+    if (&kk == &dot) nm.bk = kk.constant("BLOCK_K", std::to_string(s_.block_k));
+    nm.gm = kk.constant("GROUP_M", std::to_string(s_.group_m));
+    kk.grid = "(triton.cdiv(" + py(m_dim.expr()) + ", " + std::to_string(s_.block_m) + ") * triton.cdiv(" +
+              (mv ? std::string("1") : py(b_eff.back().expr())) + ", " + std::to_string(s_.block_n) + ")" +
+              (batched ? ", " + py(a_eff[0].expr()) : "") + ")";
+    if (!batched) kk.grid = kk.grid.substr(0, kk.grid.size() - 1) + ",)";
+    return nm;
+  };
+  const Names n_dot = names_in(dot);
+  const Names n_out = split ? names_in(k) : n_dot;
+  const std::string& M = n_out.M;
+  const std::string& N = n_out.N;
   // Element strides of A [M, K] and B [K, N] as stored (a transposing view swaps them).
-  const std::string am = trans_a ? "1" : K, ak = trans_a ? M : "1";
-  const std::string bk = mv ? "1" : trans_b ? "1" : N, bn = mv ? "0" : trans_b ? K : "1";
-  const std::string bm_c = k.constant("BLOCK_M", std::to_string(s_.block_m));
-  const std::string bn_c = k.constant("BLOCK_N", std::to_string(s_.block_n));
-  const std::string bk_c = k.constant("BLOCK_K", std::to_string(s_.block_k));
-  const std::string gm_c = k.constant("GROUP_M", std::to_string(s_.group_m));
-  k.grid = "(triton.cdiv(" + py(m_dim.expr()) + ", " + std::to_string(s_.block_m) + ") * triton.cdiv(" +
-           (mv ? std::string("1") : py(b_eff.back().expr())) + ", " + std::to_string(s_.block_n) + ")" +
-           (batched ? ", " + py(a_eff[0].expr()) : "") + ")";
-  if (!batched) k.grid = k.grid.substr(0, k.grid.size() - 1) + ",)";
+  const std::string am = trans_a ? "1" : n_dot.K, ak = trans_a ? n_dot.M : "1";
+  const std::string bk = mv ? "1" : trans_b ? "1" : n_dot.N, bn = mv ? "0" : trans_b ? n_dot.K : "1";
 
   // The epilogue: the stage root as a function of acc at (bat, m, n).
   const Shape& out_shape = g_.nodes[stage.root].shape;
@@ -67,34 +89,87 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   const std::string result = e.value(stage.root, coords);
   const std::string epilogue = e.take_outer("    ") + e.take_lines("    ");
 
+  // Program ids to tiles, GROUP_M rows of tiles per group (L2 reuse).
+  auto tile_lines = [&](const Names& nm) {
+    std::ostringstream lines;
+    lines << "    pid = tl.program_id(0)\n";
+    if (batched) lines << "    bat = tl.program_id(1)\n";
+    lines << "    num_m = tl.cdiv(" << nm.M << ", " << nm.bm << ")\n";
+    lines << "    num_n = tl.cdiv(" << nm.N << ", " << nm.bn << ")\n";
+    lines << "    per_group = " << nm.gm << " * num_n\n";
+    lines << "    first_m = (pid // per_group) * " << nm.gm << "\n";
+    lines << "    group_rows = tl.minimum(num_m - first_m, " << nm.gm << ")\n";
+    lines << "    pid_m = first_m + (pid % per_group) % group_rows\n";
+    lines << "    pid_n = (pid % per_group) // group_rows\n";
+    return lines.str();
+  };
+  auto output_lines = [&](const Names& nm) {
+    return "    m = (pid_m * " + nm.bm + " + tl.arange(0, " + nm.bm + "))[:, None]\n    n = (pid_n * " + nm.bn +
+           " + tl.arange(0, " + nm.bn + "))[None, :]\n    mask = (m < " + nm.M + ") & (n < " + nm.N + ")\n";
+  };
+  // The scratch of partial tiles: slice-major, then the output's (bat, m, n).
+  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "splitk" : "splitk_" + buffer_of_.at(stage.root);
+  const std::string batch = batched ? py(a_eff[0].expr()) : "1";
+  if (split)
+    allocations_.push_back("    " + scratch + " = torch.empty((" + std::to_string(s_.split_k) + " * " + batch + " * " +
+                           py(m_dim.expr()) + " * " + (mv ? std::string("1") : py(b_eff.back().expr())) +
+                           ",), device=" + py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
+
   std::ostringstream body;
-  body << "    pid = tl.program_id(0)\n";
-  if (batched) body << "    bat = tl.program_id(1)\n";
-  body << "    num_m = tl.cdiv(" << M << ", " << bm_c << ")\n";
-  body << "    num_n = tl.cdiv(" << N << ", " << bn_c << ")\n";
-  body << "    per_group = " << gm_c << " * num_n\n";
-  body << "    first_m = (pid // per_group) * " << gm_c << "\n";
-  body << "    group_rows = tl.minimum(num_m - first_m, " << gm_c << ")\n";
-  body << "    pid_m = first_m + (pid % per_group) % group_rows\n";
-  body << "    pid_n = (pid % per_group) // group_rows\n";
+  body << tile_lines(n_dot);
   // Rows and columns past the edge wrap around (in bounds, never stored): no mask on M, N.
-  body << "    rm = (pid_m * " << bm_c << " + tl.arange(0, " << bm_c << ")) % " << M << "\n";
-  body << "    rn = (pid_n * " << bn_c << " + tl.arange(0, " << bn_c << ")) % " << N << "\n";
-  body << "    rk = tl.arange(0, " << bk_c << ")\n";
-  body << "    a_ptrs = " << a << (batched ? " + bat * " + M + " * " + K : "") << " + rm[:, None] * " << am
-       << " + rk[None, :] * " << ak << "\n";
-  body << "    b_ptrs = " << b << (b_batched ? " + bat * " + K + " * " + N : "") << " + rk[:, None] * " << bk
-       << " + rn[None, :] * " << bn << "\n";
-  body << "    acc = tl.zeros((" << bm_c << ", " << bn_c << "), dtype=tl.float32)\n";
-  body << "    for k0 in range(0, " << K << ", " << bk_c << "):\n";
-  body << "        a_tile = tl.load(a_ptrs, mask=rk[None, :] < " << K << " - k0, other=0.0)\n";
-  body << "        b_tile = tl.load(b_ptrs, mask=rk[:, None] < " << K << " - k0, other=0.0)\n";
+  body << "    rm = (pid_m * " << n_dot.bm << " + tl.arange(0, " << n_dot.bm << ")) % " << n_dot.M << "\n";
+  body << "    rn = (pid_n * " << n_dot.bn << " + tl.arange(0, " << n_dot.bn << ")) % " << n_dot.N << "\n";
+  std::string k_begin = "0", k_end = n_dot.K;
+  if (split) {
+    // Slice sk of K: whole BLOCK_K steps, the last slice shorter (or empty).
+    const std::string split_c = dot.constant("SPLIT_K", std::to_string(s_.split_k));
+    dot.grid = dot.grid.substr(0, dot.grid.size() - (batched ? 1 : 2)) + ", " + std::to_string(s_.split_k) + ")";
+    body << "    sk = tl.program_id(" << (batched ? 2 : 1) << ")\n";
+    body << "    k_slice = tl.cdiv(tl.cdiv(" << n_dot.K << ", " << split_c << "), " << n_dot.bk << ") * " << n_dot.bk
+         << "\n";
+    body << "    k_first = sk * k_slice\n";
+    k_begin = "k_first";
+    k_end = "tl.minimum(k_first + k_slice, " + n_dot.K + ")";
+  }
+  body << "    rk = tl.arange(0, " << n_dot.bk << ")\n";
+  const std::string k_a = split ? "(rk[None, :] + k_first)" : "rk[None, :]";
+  const std::string k_b = split ? "(rk[:, None] + k_first)" : "rk[:, None]";
+  body << "    a_ptrs = " << a << (batched ? " + bat * " + n_dot.M + " * " + n_dot.K : "") << " + rm[:, None] * " << am
+       << " + " << k_a << " * " << ak << "\n";
+  body << "    b_ptrs = " << b << (b_batched ? " + bat * " + n_dot.K + " * " + n_dot.N : "") << " + " << k_b << " * "
+       << bk << " + rn[None, :] * " << bn << "\n";
+  body << "    acc = tl.zeros((" << n_dot.bm << ", " << n_dot.bn << "), dtype=tl.float32)\n";
+  body << "    for k0 in range(" << k_begin << ", " << k_end << ", " << n_dot.bk << "):\n";
+  body << "        a_tile = tl.load(a_ptrs, mask=rk[None, :] < " << n_dot.K << " - k0, other=0.0)\n";
+  body << "        b_tile = tl.load(b_ptrs, mask=rk[:, None] < " << n_dot.K << " - k0, other=0.0)\n";
   body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
-  body << "        a_ptrs += " << bk_c << " * " << ak << "\n";
-  body << "        b_ptrs += " << bk_c << " * " << bk << "\n";
-  body << "    m = (pid_m * " << bm_c << " + tl.arange(0, " << bm_c << "))[:, None]\n";
-  body << "    n = (pid_n * " << bn_c << " + tl.arange(0, " << bn_c << "))[None, :]\n";
-  body << "    mask = (m < " << M << ") & (n < " << N << ")\n";
+  body << "        a_ptrs += " << n_dot.bk << " * " << ak << "\n";
+  body << "        b_ptrs += " << n_dot.bk << " * " << bk << "\n";
+  body << output_lines(n_dot);
+  if (split) {
+    const std::string ws = kp.output(scratch);
+    const std::string slice_size =
+        (batched ? kp.size(batch, "batch") + " * " : std::string()) + n_dot.M + " * " + n_dot.N;
+    body << "    tl.store(" << ws << " + sk * " << slice_size << " + "
+         << (batched ? "(bat * " + n_dot.M + " + m) * " + n_dot.N + " + n" : "m * " + n_dot.N + " + n")
+         << ", acc, mask=mask)\n";
+    kp.body = body.str();
+    kernels_.push_back(kp);
+    // The sum of the slices, in slice order, then the epilogue.
+    std::ostringstream final_body;
+    final_body << tile_lines(n_out) << output_lines(n_out);
+    const std::string ws_in = k.buffer(scratch);
+    const std::string slice_out = (batched ? k.size(batch, "batch") + " * " : std::string()) + M + " * " + N;
+    const std::string at = batched ? "(bat * " + M + " + m) * " + N + " + n" : "m * " + N + " + n";
+    final_body << "    acc = tl.zeros((" << n_out.bm << ", " << n_out.bn << "), dtype=tl.float32)\n";
+    final_body << "    for sk in range(" << s_.split_k << "):\n";
+    final_body << "        acc += tl.load(" << ws_in << " + sk * " << slice_out << " + " << at << ", mask=mask, other=0.0)\n";
+    final_body << epilogue << "    tl.store(" << out << " + " << out_idx << ", " << result << ", mask=mask)\n";
+    k.body = final_body.str();
+    kernels_.push_back(k);
+    return;
+  }
   body << epilogue << "    tl.store(" << out << " + " << out_idx << ", " << result << ", mask=mask)\n";
   k.body = body.str();
   kernels_.push_back(k);

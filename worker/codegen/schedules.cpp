@@ -17,9 +17,29 @@ struct StageKinds {
   bool conv_gemm = false;  // a conv (or transposed) with enough output channels per group for tl.dot tiles (triton)
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
+  // Triton split-K for the matmul stage with the fewest 64x16-or-larger output tiles, when
+  // its K is long: slices of K (a power of two) enough for about two programs per SM of a
+  // 132-SM GPU, each slice at least 2048 long. 1: none.
+  int split_k = 1;
+  int split_block_n = 64;  // 16 when the matmul's N is under 16 (a matrix-vector product)
   explicit StageKinds(const Analysis& analysis) {
     const Graph& g = analysis.graph;
     for (const auto& stage : analysis.stages) {
+      if (stage.kind == StageKind::matmul) {
+        const Node& mm = g.nodes[stage.anchor];
+        const Shape& a = g.nodes[mm.args[0]].shape;
+        const Shape& b = g.nodes[mm.args[1]].shape;
+        const int64_t m = a[a.size() - 2].value, k = a.back().value, n = b.size() == 1 ? 1 : b.back().value;
+        const int64_t batch = a.size() == 3 ? a[0].value : 1;
+        const int bn = n < 16 ? 16 : 64;
+        const int64_t tiles = batch * ((m + 63) / 64) * ((n + bn - 1) / bn);
+        int split = 1;
+        while (split < 64 && tiles * split < 264 && k / (split * 2) >= 2048) split *= 2;
+        if (split > split_k) {
+          split_k = split;
+          split_block_n = bn;
+        }
+      }
       pointwise |= stage.kind == StageKind::pointwise;
       rows |= stage.kind == StageKind::reduce_rows;
       full |= stage.kind == StageKind::reduce_full;
@@ -242,6 +262,21 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       if (s.block_m == 128 && (s.block_n == 128 || s.block_n == 64)) {
         x3.push_back(s);
         x3.back().dot_x3 = 1;
+      }
+    // Few output tiles over a long K: split-K before everything (64 x 64-or-16 tiles, tf32x3
+    // then fp32), as the tiles alone would occupy a few SMs.
+    if (kinds.split_k > 1)
+      for (int dot_x3 : {1, 0}) {
+        Schedule s = candidates.front();
+        s.block_m = 64;
+        s.block_n = kinds.split_block_n;
+        s.block_k = 32;
+        s.group_m = 8;
+        s.warps = 4;
+        s.stages = 3;
+        s.dot_x3 = dot_x3;
+        s.split_k = kinds.split_k;
+        x3.insert(x3.begin() + (dot_x3 ? 0 : 1), s);
       }
     candidates.insert(candidates.begin(), x3.begin(), x3.end());
   }

@@ -370,6 +370,41 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
   EXPECT_FALSE(contains(dw.program, "tl.dot")) << dw.program;
 }
 
+// Few output tiles over a long K: split-K schedules come first in Triton, two kernels through
+// a scratch of partial tiles; a matmul with tiles enough for the GPU has none.
+TEST(CodegenLower, TritonMatmulsWithFewTilesOverALongKSplitK) {
+  auto matvec = codegen::analyze(kforge::testing::kernelbench_op("matvec_long_k"));  // [48, 10000] @ [10000]
+  ASSERT_TRUE(matvec.ok()) << matvec.unsupported;
+  auto space = codegen::schedule_space(matvec, codegen::Target::triton);
+  ASSERT_GE(space.size(), 3u);
+  EXPECT_EQ(space[0].split_k, 4) << "one 64x16 tile: slices of 10000 / 4 >= 2048 " << space[0].label();
+  EXPECT_EQ(space[0].block_n, 16) << "N = 1 fills a 16-wide tile, not 64";
+  EXPECT_TRUE(space[0].dot_x3 && !space[1].dot_x3 && space[1].split_k == 4) << space[1].label();
+  EXPECT_EQ(space[2].split_k, 1) << "the unsplit tiles follow";
+  EXPECT_TRUE(contains(space[0].label(), ".sk4")) << space[0].label();
+  auto gen = codegen::emit_program(matvec, space[0], codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  const std::string& p = gen.program;
+  EXPECT_TRUE(contains(p, "splitk = torch.empty((4 * 1 * a.size(0) * 1,)")) << p;
+  EXPECT_TRUE(contains(p, "sk = tl.program_id(1)")) << p;
+  EXPECT_TRUE(contains(p, "for k0 in range(k_first, tl.minimum(k_first + k_slice, K), BLOCK_K):")) << p;
+  EXPECT_TRUE(contains(p, "for sk in range(4):")) << "the second kernel sums the slices\n" << p;
+  const size_t partial = p.find("_partial[("), final_launch = p.find("_matmul[(");
+  ASSERT_NE(partial, std::string::npos) << p;
+  ASSERT_NE(final_launch, std::string::npos) << p;
+  EXPECT_LT(partial, final_launch) << "partials first, then their sum\n" << p;
+  EXPECT_TRUE(contains(p.substr(partial), ", 4)](")) << "a grid axis of slices\n" << p;
+  // The epilogue (* 0.5) is applied once, after the sum, not per slice.
+  EXPECT_GT(p.find("0.5"), p.find("for sk in range(4):")) << p;
+
+  for (const char* op : {"linear_gelu", "bmm"}) {
+    auto analysis = codegen::analyze(kforge::testing::suite_op(op));
+    ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+    for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::triton))
+      EXPECT_EQ(schedule.split_k, 1) << op << " has a short K: " << schedule.label();
+  }
+}
+
 // Every KernelBench-shaped test op lowers and emits in every target. The test runs under
 // MALLOC_PERTURB_ (tests/CMakeLists.txt), so a reference into the graph's node vector kept
 // across a node add reads poisoned memory here, not only on some other host's allocator.
