@@ -103,6 +103,14 @@ Kernel ProgramEmitter::kernel(const std::string& name, const std::string& output
   return k;
 }
 
+bool reads_in_order(const Shape& shape, const std::vector<std::string>& c, const std::vector<std::string>& coords,
+                    const Shape& of) {
+  if (c != coords || shape.size() != of.size()) return false;
+  for (size_t axis = 0; axis < shape.size(); ++axis)
+    if (shape[axis].value != of[axis].value) return false;
+  return true;
+}
+
 std::string offset_expr(const Shape& shape, const std::vector<std::string>& coords,
                         const std::function<std::string(const Dim&)>& dim) {
   std::vector<std::string> terms;

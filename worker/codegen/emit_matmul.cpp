@@ -124,9 +124,7 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
     std::string buf = k.buffer(buffer_name(id));
     const Shape& shape = g_.nodes[id].shape;
     if (numel_value(shape) == 1) return buf + "[0]";
-    bool linear = c == coords && shape.size() == out_shape.size();
-    for (size_t axis = 0; linear && axis < shape.size(); ++axis) linear = shape[axis].value == out_shape[axis].value;
-    if (linear) return buf + "[" + out_idx + "]";
+    if (reads_in_order(shape, c, coords, out_shape)) return buf + "[" + out_idx + "]";
     return buf + "[" + offset(k, shape, c) + "]";
   };
   result = e.value(stage.root, coords);

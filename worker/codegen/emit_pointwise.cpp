@@ -148,7 +148,6 @@ std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& na
 ExprEmitter ProgramEmitter::element_emitter(const Stage& stage, Kernel& k, const std::vector<std::string>& coords,
                                             int vec, int* counter, bool& need_coords, bool& contiguous) {
   const Shape& out_shape = g_.nodes[stage.root].shape;
-  const int rank = static_cast<int>(out_shape.size());
   ExprEmitter e = expr(vec, counter);
   e.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
   e.on_view = [&contiguous] { contiguous = false; };
@@ -157,16 +156,15 @@ ExprEmitter ProgramEmitter::element_emitter(const Stage& stage, Kernel& k, const
     contiguous = false;
   };
   e.dim = [&k](const Dim& d) { return k.dim(d); };
-  e.load = [this, &k, &coords, &out_shape, &need_coords, &contiguous, rank, vec](
+  e.load = [this, &k, &coords, &out_shape, &need_coords, &contiguous, vec](
                int id, const std::vector<std::string>& c) -> std::string {
     const Node& leaf = g_.nodes[id];
     std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
     const Shape& shape = leaf.shape;
     if (numel_value(shape) == 1) return vec > 1 ? "(float" + std::to_string(vec) + ")(" + buf + "[0])" : buf + "[0]";
     if (!leaf.int_type.empty()) contiguous = false;  // no floatN loads of a byte or integer buffer
-    bool linear = static_cast<int>(c.size()) == rank && c == coords;
-    for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
-    if (linear) return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";
+    if (reads_in_order(shape, c, coords, out_shape))
+      return vec > 1 ? "vload" + std::to_string(vec) + "(0, " + buf + " + i)" : buf + "[i]";
     need_coords = true;
     contiguous = false;
     return buf + "[" + offset(k, shape, c) + "]";

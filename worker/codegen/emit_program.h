@@ -54,6 +54,11 @@ std::string group_reduce(const std::string& var, const std::string& op, int wg, 
 //! `dim` names a dimension in the kernel (a literal or a size parameter).
 std::string offset_expr(const Shape& shape, const std::vector<std::string>& coords,
                         const std::function<std::string(const Dim&)>& dim);
+//! True when a leaf of `shape` read at coordinates `c` is read in the flat order of the
+//! kernel's `of` shape walked by `coords` (the same coordinates, the same sizes): the kernel's
+//! flat index then serves as the leaf's offset.
+bool reads_in_order(const Shape& shape, const std::vector<std::string>& c, const std::vector<std::string>& coords,
+                    const Shape& of);
 //! The op's name as the start of a kernel name (an identifier in C and Python).
 std::string kernel_prefix(const std::string& op_name);
 //! The name of stage `stage_idx`'s kernel: "<op>_<role>[idx]" ("gelu_mul_pointwise"), or

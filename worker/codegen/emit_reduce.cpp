@@ -354,10 +354,7 @@ Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, co
     std::string buf = k1.buffer(buffer_name(id));
     const Shape& shape = g_.nodes[id].shape;
     if (numel_value(shape) == 1) return buf + "[0]";
-    bool linear = c == coords && shape.size() == stage.reduce_shape.size();
-    for (size_t axis = 0; linear && axis < shape.size(); ++axis)
-      linear = shape[axis].value == stage.reduce_shape[axis].value;
-    if (linear) return buf + "[i]";
+    if (reads_in_order(shape, c, coords, stage.reduce_shape)) return buf + "[i]";
     need_coords = true;
     return buf + "[" + offset(k1, shape, c) + "]";
   };

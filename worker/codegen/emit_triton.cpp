@@ -238,14 +238,12 @@ void TritonEmitter::pointwise(const Stage& stage, const std::string& name, std::
 ExprEmitter TritonEmitter::element_expr(const Stage& stage, TritonKernel& k, const std::vector<std::string>& coords,
                                         int* counter, bool& need_coords) {
   const Shape& out_shape = g_.nodes[stage.root].shape;
-  const int rank = static_cast<int>(out_shape.size());
   ExprEmitter e = expr(counter, stage.root);
   e.dim = [this, &k](const Dim& d) { return dim(k, d); };
   e.on_coords = [&need_coords] { need_coords = true; };
-  e.load = [this, &k, &coords, &out_shape, &need_coords, rank](int id, const std::vector<std::string>& c) -> std::string {
+  e.load = [this, &k, &coords, &out_shape, &need_coords](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
-    bool linear = static_cast<int>(c.size()) == rank && c == coords;
-    for (int axis = 0; linear && axis < rank; ++axis) linear = shape[axis].value == out_shape[axis].value;
+    const bool linear = reads_in_order(shape, c, coords, out_shape);
     if (!linear && numel_value(shape) > 1) need_coords = true;
     return load(k, id, linear ? "offs" : "(" + offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); }) + ")",
                 "mask");

@@ -81,9 +81,7 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   e.known[stage.anchor] = "acc";
   e.load = [&](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
-    bool linear = c == coords && shape.size() == out_shape.size();
-    for (size_t axis = 0; linear && axis < shape.size(); ++axis) linear = shape[axis].value == out_shape[axis].value;
-    std::string idx = linear ? out_idx : offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); });
+    std::string idx = reads_in_order(shape, c, coords, out_shape) ? out_idx : offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); });
     return load(k, id, "(" + idx + ")", "mask");
   };
   const std::string result = e.value(stage.root, coords);

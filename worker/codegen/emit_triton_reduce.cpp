@@ -192,10 +192,7 @@ void TritonEmitter::reduce_full(const Stage& stage, const std::string& name, std
   ExprEmitter e1 = expr(&counter, stage.root);
   e1.load = [&](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
-    bool linear = c == coords && shape.size() == stage.reduce_shape.size();
-    for (size_t axis = 0; linear && axis < shape.size(); ++axis)
-      linear = shape[axis].value == stage.reduce_shape[axis].value;
-    if (linear || numel_value(shape) == 1) return load(k1, id, "offs", "mask");
+    if (reads_in_order(shape, c, coords, stage.reduce_shape) || numel_value(shape) == 1) return load(k1, id, "offs", "mask");
     need_coords = true;
     return load(k1, id, "(" + offset_expr(shape, c, [&](const Dim& d) { return dim(k1, d); }) + ")", "mask");
   };
