@@ -1,6 +1,9 @@
 // kforge-codegen: the teacher compiler from the command line.
 //   kforge-codegen emit OP.json [SCHEDULE_INDEX] [--target opencl|cuda|triton]   print the program (default schedule 0)
 //   kforge-codegen schedules OP.json [--target T]  list the schedule space of a target
+//   kforge-codegen dump OP.json... [--target T]    every schedule's program of every op (all targets unless
+//                                                  --target): diff two builds' dumps to see what a codegen
+//                                                  change did to the emitted programs
 //   kforge-codegen autotune OP.json [MAX]          check up to MAX schedules through the harness, print the fastest
 //   kforge-codegen blas [THREADS]                  eager matmul GFLOP/s through the harness baseline path
 // The benchmark runner (bench/codegen/run.sh) drives `kforge-codegen bench`.
@@ -32,6 +35,34 @@ bool load(const std::string& path, kforge::spec::OpSpec& spec) {
   return true;
 }
 
+// "#### OP.json TARGET LABEL" and the program (or why there is none), for every schedule of
+// every op; a refused op says so in its header line. Exit 2 if an op file cannot be read.
+int dump(const std::vector<std::string>& paths, kforge::codegen::Target only, bool one_target) {
+  using kforge::codegen::Target;
+  int status = 0;
+  for (const auto& path : paths) {
+    kforge::spec::OpSpec spec;
+    if (!load(path, spec)) {
+      status = 2;
+      continue;
+    }
+    auto analysis = kforge::codegen::analyze(spec);
+    if (!analysis.ok()) {
+      std::cout << "#### " << path << " unsupported: " << analysis.unsupported << "\n";
+      continue;
+    }
+    for (Target target : {Target::opencl, Target::cuda, Target::triton}) {
+      if (one_target && target != only) continue;
+      for (const auto& schedule : kforge::codegen::schedule_space(analysis, target)) {
+        auto gen = kforge::codegen::emit_program(analysis, schedule, target);
+        std::cout << "#### " << path << " " << kforge::codegen::target_name(target) << " " << schedule.label() << "\n"
+                  << (gen.ok() ? gen.program : "unsupported: " + gen.unsupported + "\n");
+      }
+    }
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,17 +81,20 @@ int main(int argc, char** argv) {
     args.push_back(argv[arg_idx]);
   }
   std::string cmd = argc > 1 ? argv[1] : "";
+  bool target_given = false;
+  for (int arg_idx = 1; arg_idx < argc; ++arg_idx) target_given |= std::string(argv[arg_idx]) == "--target";
   if (cmd != "bench" && cmd != "blas") {
     argc = static_cast<int>(args.size());
     argv = args.data();
   }
   if (cmd == "bench") return kforge::bench::run_codegen_bench(argc - 1, argv + 1);
   if (cmd == "blas") return kforge::bench::run_blas_probe(argc - 1, argv + 1);
-  if ((cmd != "emit" && cmd != "schedules" && cmd != "autotune") || argc < 3) {
+  if ((cmd != "emit" && cmd != "schedules" && cmd != "autotune" && cmd != "dump") || argc < 3) {
     std::cerr << "usage: kforge-codegen emit OP.json [SCHEDULE_INDEX] [--target T] | schedules OP.json [--target T] | "
-                 "autotune OP.json [MAX] | bench [--help] | blas [THREADS]\n";
+                 "dump OP.json... [--target T] | autotune OP.json [MAX] | bench [--help] | blas [THREADS]\n";
     return 2;
   }
+  if (cmd == "dump") return dump(std::vector<std::string>(argv + 2, argv + argc), target, target_given);
   kforge::spec::OpSpec spec;
   if (!load(argv[2], spec)) return 2;
   if (cmd == "autotune") {
@@ -90,6 +124,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   size_t index = argc > 3 ? std::stoul(argv[3]) : 0;
+  if (index > 0 && index >= space.size()) {
+    std::cerr << "kforge-codegen: schedule " << index << " is past the op's " << space.size() << " " << target_name(target)
+              << " schedules (kforge-codegen schedules " << argv[2] << " lists them)\n";
+    return 2;
+  }
   kforge::codegen::Schedule schedule = index < space.size() ? space[index] : kforge::codegen::Schedule{};
   auto gen = kforge::codegen::emit_program(analysis, schedule, target);
   if (!gen.ok()) {

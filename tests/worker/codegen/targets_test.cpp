@@ -3,7 +3,7 @@
 // rules, plans its launches on the main shapes and compiles with NVRTC for sm_90 (Hopper)
 // (every schedule: codegen_cuda_space_test); every triton program passes the runner's
 // static rules (worker/harness/runner/triton_rules.py); role kernel names (the SFT data's)
-// in every target. Run: ctest -R codegen_targets.
+// in every target; the kforge-codegen command line (dump, emit). Run: ctest -R codegen_targets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/subprocess.h"
 #include "tests/worker/codegen/suite_ops.h"
 #include "worker/codegen/codegen.h"
 #include "worker/codegen/emit_program.h"
@@ -178,4 +179,30 @@ TEST(CodegenTargets, EveryTritonLaunchAsksForAPowerOfTwoWarps) {
     }
   }
   EXPECT_GT(launches, 1000);
+}
+
+// kforge-codegen from the command line: `dump` prints every schedule's program (what a
+// refactor's before/after diff reads), and `emit` refuses a schedule index past the space
+// rather than emitting some other program.
+TEST(CodegenTargets, CommandLineDumpsEverySchedulesProgramAndRefusesAnIndexPastTheSpace) {
+  const std::string tool = std::string(KFORGE_BIN_DIR) + "/kforge-codegen";
+  const std::string op = std::string(KFORGE_SOURCE_DIR) + "/suite/level2/silu_mul.json";
+  auto analysis = codegen::analyze(kforge::testing::suite_op("silu_mul"));
+  ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+  const auto space = codegen::schedule_space(analysis, codegen::Target::triton);
+  auto [status, out] = kforge::run_command({tool, "dump", op, "--target", "triton"});
+  ASSERT_EQ(status, 0) << out;
+  size_t headers = 0;
+  for (size_t at = out.find("#### "); at != std::string::npos; at = out.find("#### ", at + 1)) ++headers;
+  EXPECT_EQ(headers, space.size()) << out.substr(0, 2000);
+  EXPECT_TRUE(contains(out, "#### " + op + " triton " + space.back().label() + "\n")) << out.substr(0, 2000);
+  EXPECT_TRUE(contains(out, codegen::emit_program(analysis, space.back(), codegen::Target::triton).program));
+  auto [all_status, all] = kforge::run_command({tool, "dump", op});
+  EXPECT_EQ(all_status, 0);
+  EXPECT_TRUE(contains(all, " opencl ") && contains(all, " cuda ") && contains(all, " triton ")) << "every target";
+
+  auto [past_status, past] =
+      kforge::run_command({tool, "emit", op, std::to_string(space.size()), "--target", "triton"});
+  EXPECT_EQ(past_status, 2) << past;
+  EXPECT_TRUE(contains(past, "is past the op's " + std::to_string(space.size()) + " triton schedules")) << past;
 }
