@@ -15,6 +15,7 @@ namespace {
 struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
   bool conv_gemm = false;  // a conv (or transposed) with enough output channels per group for tl.dot tiles (triton)
+  int64_t conv_channels = 0;  // the most output channels per group among those convs
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   // Triton split-K for the matmul stage with the fewest 64x16-or-larger output tiles, when
@@ -47,7 +48,11 @@ struct StageKinds {
       window |= stage.kind == StageKind::window;
       if (stage.kind == StageKind::window) {
         const Node& node = g.nodes[stage.anchor];
-        conv_gemm |= conv_out_channels_per_group(g, node) >= 8;
+        const int64_t channels = conv_out_channels_per_group(g, node);
+        if (channels >= 8) {
+          conv_gemm = true;
+          conv_channels = std::max(conv_channels, channels);
+        }
       }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
@@ -219,9 +224,19 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       // reduction per tl.dot) first; then BLOCK outputs per program, each walking its window.
       // The two larger tiles come first also as tf32x3 (three TF32 products per fp32 one, on
       // the tensor cores; cuDNN's fp32 conv, the baseline with TF32 off, has none to use).
+      // With at most 32 output channels per group (most of KernelBench level 2's convs have
+      // 16-32), a tile as wide as the channels (16 or 32) comes before them, x3 then fp32: a
+      // program then computes every channel of its positions, and no lanes of a 64-wide tile
+      // are masked.
+      std::vector<std::tuple<int, int, int, int, int>> conv_tiles = {
+          {128, 64, 32, 8, 1}, {64, 64, 32, 4, 1}, {64, 64, 32, 4, 0}, {128, 64, 32, 8, 0}, {32, 32, 32, 4, 0}};
+      if (kinds.conv_gemm && kinds.conv_channels <= 32) {
+        const int narrow = kinds.conv_channels <= 16 ? 16 : 32;
+        conv_tiles.insert(conv_tiles.begin(), {128, narrow, 32, 4, 1});
+        conv_tiles.insert(conv_tiles.begin() + 3, {128, narrow, 32, 4, 0});
+      }
       if (kinds.conv_gemm)
-        for (auto [bm, bn, bk, warps, x3] : std::vector<std::tuple<int, int, int, int, int>>{
-                 {128, 64, 32, 8, 1}, {64, 64, 32, 4, 1}, {64, 64, 32, 4, 0}, {128, 64, 32, 8, 0}, {32, 32, 32, 4, 0}}) {
+        for (auto [bm, bn, bk, warps, x3] : conv_tiles) {
           Schedule s = base;
           s.block_m = bm;
           s.block_n = bn;
@@ -251,6 +266,24 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       }
     } else {
       variants.push_back(base);
+    }
+    // A conv GEMM in an op whose other stages chose the variants above (a softmax, a group
+    // norm or a mean after the conv: most of KernelBench level 2's convs) runs on the default
+    // 64x64x32 fp32 tile: the first two variants come first also with the conv on tf32x3, as
+    // wide as its channels when they are at most 32.
+    const bool conv_tiles_chosen = kinds.window && !kinds.rows && !kinds.full && !kinds.pointwise;
+    if (kinds.conv_gemm && !conv_tiles_chosen) {
+      std::vector<Schedule> x3;
+      for (size_t idx = 0; idx < std::min<size_t>(2, variants.size()); ++idx) {
+        Schedule s = variants[idx];
+        s.dot_x3 = 1;
+        if (kinds.conv_channels <= 32) {
+          s.block_m = 128;
+          s.block_n = kinds.conv_channels <= 16 ? 16 : 32;
+        }
+        x3.push_back(s);
+      }
+      variants.insert(variants.begin(), x3.begin(), x3.end());
     }
     candidates.insert(candidates.end(), variants.begin(), variants.end());
   }

@@ -349,8 +349,10 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
   ASSERT_GE(space.size(), 2u);
   auto gemm = codegen::emit_program(wide, space.front(), codegen::Target::triton);
   ASSERT_TRUE(gemm.ok()) << gemm.unsupported;
-  // tf32x3 tiles first (the tensor cores), then the same tiles in fp32 FMA.
+  // tf32x3 tiles first (the tensor cores), then the same tiles in fp32 FMA; 8 channels per
+  // group: the first tile is 16 wide, not 64.
   EXPECT_TRUE(contains(gemm.program, "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"tf32x3\")")) << gemm.program;
+  EXPECT_EQ(space.front().block_n, 16) << space.front().label();
   EXPECT_TRUE(contains(gemm.program, "input_precision=\"tf32x3\": each fp32 product")) << "the header says so\n"
                                                                                          << gemm.program;
   auto ieee = std::find_if(space.begin(), space.end(), [](const codegen::Schedule& s) { return !s.dot_x3; });
@@ -368,6 +370,17 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
                                   codegen::Target::triton);
   ASSERT_TRUE(dw.ok()) << dw.unsupported;
   EXPECT_FALSE(contains(dw.program, "tl.dot")) << dw.program;
+  // A conv followed by a group norm: the norm's variants, the first two also with the conv on
+  // tf32x3 on a tile as wide as its channels.
+  auto norm = codegen::analyze(kforge::testing::kernelbench_op("conv2d_group_norm_mean"));
+  ASSERT_TRUE(norm.ok()) << norm.unsupported;
+  auto norm_space = codegen::schedule_space(norm, codegen::Target::triton);
+  ASSERT_GE(norm_space.size(), 3u);
+  EXPECT_TRUE(norm_space[0].dot_x3 && norm_space[1].dot_x3 && !norm_space[2].dot_x3);
+  auto first = codegen::emit_program(norm, norm_space[0], codegen::Target::triton);
+  ASSERT_TRUE(first.ok()) << first.unsupported;
+  EXPECT_TRUE(contains(first.program, "input_precision=\"tf32x3\"")) << first.program;
+  EXPECT_EQ(norm_space[0].block_n, 16) << norm_space[0].label();
 }
 
 // Few output tiles over a long K: split-K schedules come first in Triton, two kernels through
