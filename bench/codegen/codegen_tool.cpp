@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
   }
   size_t index = argc > 3 ? std::stoul(argv[3]) : 0;
   if (index > 0 && index >= space.size()) {
-    std::cerr << "kforge-codegen: schedule " << index << " is past the op's " << space.size() << " " << target_name(target)
-              << " schedules (kforge-codegen schedules " << argv[2] << " lists them)\n";
+    std::cerr << "kforge-codegen: schedule " << index << " is past the op's " << space.size() << " "
+              << target_name(target) << " schedules (kforge-codegen schedules " << argv[2] << " lists them)\n";
     return 2;
   }
   kforge::codegen::Schedule schedule = index < space.size() ? space[index] : kforge::codegen::Schedule{};

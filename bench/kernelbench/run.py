@@ -262,6 +262,7 @@ def check_now(row, programs, args):
     if len(programs) > 1:
         row["samples_checked"] = len(results)
         row["sample_outcomes"] = [{"schedule": r["_schedule"], "outcome": r.get("outcome"),
+                                   "suspicious": bool(r.get("suspicious")),
                                    "kernel_ms": (r.get("kernel") or {}).get("median_ms")} for r in results]
     good = [r for r in results if r.get("outcome") == "correct" and not r.get("suspicious")]
     timed = [r for r in good if (r.get("kernel") or {}).get("median_ms")]

@@ -81,7 +81,9 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   e.known[stage.anchor] = "acc";
   e.load = [&](int id, const std::vector<std::string>& c) -> std::string {
     const Shape& shape = g_.nodes[id].shape;
-    std::string idx = reads_in_order(shape, c, coords, out_shape) ? out_idx : offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); });
+    std::string idx = reads_in_order(shape, c, coords, out_shape)
+                          ? out_idx
+                          : offset_expr(shape, c, [&](const Dim& d) { return dim(k, d); });
     return load(k, id, "(" + idx + ")", "mask");
   };
   const std::string result = e.value(stage.root, coords);
@@ -162,7 +164,8 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
     const std::string at = batched ? "(bat * " + M + " + m) * " + N + " + n" : "m * " + N + " + n";
     final_body << "    acc = tl.zeros((" << n_out.bm << ", " << n_out.bn << "), dtype=tl.float32)\n";
     final_body << "    for sk in range(" << s_.split_k << "):\n";
-    final_body << "        acc += tl.load(" << ws_in << " + sk * " << slice_out << " + " << at << ", mask=mask, other=0.0)\n";
+    final_body << "        acc += tl.load(" << ws_in << " + sk * " << slice_out << " + " << at
+               << ", mask=mask, other=0.0)\n";
     final_body << epilogue << "    tl.store(" << out << " + " << out_idx << ", " << result << ", mask=mask)\n";
     k.body = final_body.str();
     kernels_.push_back(k);
