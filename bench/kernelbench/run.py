@@ -276,8 +276,8 @@ def check_now(row, programs, args):
         row["speedup_vs_eager"] = result.get("speedup")
     baseline_note = str((result.get("environment") or {}).get("baseline") or "")
     if row["outcome"] == "correct" and row["speedup_vs_compile"] is None and args.device != "cpu":
-        # (A CPU check has no compile baseline.) Four level-2 rows on an H200 came without a compile speedup and without a reason: keep
-        # whatever the checker said about its baselines.
+        # (A CPU check has no compile baseline.) Four level-2 rows on an H200 came without a
+        # compile speedup and without a reason: keep whatever the checker said about its baselines.
         failed = baseline_note.find("torch.compile failed")
         row["compile_baseline_missing"] = (baseline_note[failed:] if failed >= 0 else
                                            "no reason given; baselines: " + baseline_note)[:300]

@@ -148,24 +148,23 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   body << "        b_ptrs += " << n_dot.bk << " * " << bk << "\n";
   body << output_lines(n_dot);
   if (split) {
+    // Element (sk, bat, m, n) of the scratch, in either kernel's names.
+    auto scratch_at = [&](TritonKernel& kk, const Names& nm) {
+      const std::string slice = (batched ? kk.size(batch, "batch") + " * " : std::string()) + nm.M + " * " + nm.N;
+      return "sk * " + slice + " + " +
+             (batched ? "(bat * " + nm.M + " + m) * " + nm.N + " + n" : "m * " + nm.N + " + n");
+    };
     const std::string ws = kp.output(scratch);
-    const std::string slice_size =
-        (batched ? kp.size(batch, "batch") + " * " : std::string()) + n_dot.M + " * " + n_dot.N;
-    body << "    tl.store(" << ws << " + sk * " << slice_size << " + "
-         << (batched ? "(bat * " + n_dot.M + " + m) * " + n_dot.N + " + n" : "m * " + n_dot.N + " + n")
-         << ", acc, mask=mask)\n";
+    body << "    tl.store(" << ws << " + " << scratch_at(kp, n_dot) << ", acc, mask=mask)\n";
     kp.body = body.str();
     kernels_.push_back(kp);
     // The sum of the slices, in slice order, then the epilogue.
     std::ostringstream final_body;
     final_body << tile_lines(n_out) << output_lines(n_out);
     const std::string ws_in = k.buffer(scratch);
-    const std::string slice_out = (batched ? k.size(batch, "batch") + " * " : std::string()) + M + " * " + N;
-    const std::string at = batched ? "(bat * " + M + " + m) * " + N + " + n" : "m * " + N + " + n";
     final_body << "    acc = tl.zeros((" << n_out.bm << ", " << n_out.bn << "), dtype=tl.float32)\n";
     final_body << "    for sk in range(" << s_.split_k << "):\n";
-    final_body << "        acc += tl.load(" << ws_in << " + sk * " << slice_out << " + " << at
-               << ", mask=mask, other=0.0)\n";
+    final_body << "        acc += tl.load(" << ws_in << " + " << scratch_at(k, n_out) << ", mask=mask, other=0.0)\n";
     final_body << epilogue << "    tl.store(" << out << " + " << out_idx << ", " << result << ", mask=mask)\n";
     k.body = final_body.str();
     kernels_.push_back(k);

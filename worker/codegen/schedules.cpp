@@ -16,6 +16,8 @@ struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
   bool conv_gemm = false;  // a conv (or transposed) with enough output channels per group for tl.dot tiles (triton)
   int64_t conv_channels = 0;  // the most output channels per group among those convs
+  // The conv tile as wide as those channels (16 or 32) when they are at most 32; 0: none.
+  int narrow_conv_n() const { return !conv_gemm || conv_channels > 32 ? 0 : conv_channels <= 16 ? 16 : 32; }
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   // Triton split-K for the matmul stage with the fewest 64x16-or-larger output tiles, when
@@ -230,8 +232,7 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       // are masked.
       std::vector<std::tuple<int, int, int, int, int>> conv_tiles = {
           {128, 64, 32, 8, 1}, {64, 64, 32, 4, 1}, {64, 64, 32, 4, 0}, {128, 64, 32, 8, 0}, {32, 32, 32, 4, 0}};
-      if (kinds.conv_gemm && kinds.conv_channels <= 32) {
-        const int narrow = kinds.conv_channels <= 16 ? 16 : 32;
+      if (const int narrow = kinds.narrow_conv_n()) {
         conv_tiles.insert(conv_tiles.begin(), {128, narrow, 32, 4, 1});
         conv_tiles.insert(conv_tiles.begin() + 3, {128, narrow, 32, 4, 0});
       }
@@ -277,9 +278,9 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       for (size_t idx = 0; idx < std::min<size_t>(2, variants.size()); ++idx) {
         Schedule s = variants[idx];
         s.dot_x3 = 1;
-        if (kinds.conv_channels <= 32) {
+        if (kinds.narrow_conv_n()) {
           s.block_m = 128;
-          s.block_n = kinds.conv_channels <= 16 ? 16 : 32;
+          s.block_n = kinds.narrow_conv_n();
         }
         x3.push_back(s);
       }
