@@ -93,10 +93,12 @@ const std::vector<const char*> kWindowOps = {
     "conv_transpose3d_wide_bias_relu", "conv_transpose2d_grouped_wide_dilated"};
 
 // The lowerings KernelBench's problems added last (scans with a product or a mask, triangular
-// masks before a matmul, rank-4 matmuls, losses gathering by class index): their GPU forms.
+// masks before a matmul, rank-4 matmuls, losses gathering by class index): their GPU forms;
+// and the matmuls with few tiles over a long K, whose first triton schedule is split-K.
 const std::vector<const char*> kKernelBenchOps = {
     "cumprod_last",        "masked_cumsum", "tril_batched_offset", "triu_matmul",
-    "matmul_4d_by_2d",     "attention_4d",  "cross_entropy_gather", "kl_div_batchmean_square"};
+    "matmul_4d_by_2d",     "attention_4d",  "cross_entropy_gather", "kl_div_batchmean_square",
+    "matmul_long_k_bias_relu", "matvec_long_k", "bmm_long_k"};
 
 bool triton_usable(std::string& why) {
   std::string python = harness::testing::interpreter_python();
