@@ -140,5 +140,32 @@ class PlaceholderBindingsTest(unittest.TestCase):
                 placeholder_bindings(_Graph([source]), ["x", "y"])
 
 
+class CachingAutotuner:
+    """Stands in for Inductor's kernel object: a name, and its launchers' configs."""
+
+    def __init__(self, name, block):
+        config = type("Config", (), {"kwargs": {"XBLOCK": block}, "num_warps": 4, "num_stages": 1})()
+        self.inductor_meta = {"kernel_name": name}
+        self.launchers = [type("Launcher", (), {"config": config})()]
+
+
+class AutotunedConfigsTest(unittest.TestCase):
+    """Where PyCodeCache keeps no wrapper module (torch 2.11), a kernel's config comes from the
+    kernel objects the harvest's compile made, never from an older one of the same name (the
+    compile baseline's, compiled for static shapes)."""
+
+    def test_the_kernel_made_by_this_compile_gives_the_config(self):
+        from inductor_harvest import autotuned_configs, live_autotuners
+        baseline = CachingAutotuner("triton_poi_fused_mul_silu_0", 1024)
+        before = {id(tuner) for tuner in live_autotuners()}
+        self.assertIn(id(baseline), before)
+        harvested = CachingAutotuner("triton_poi_fused_mul_silu_0", 256)
+        configs = autotuned_configs(["triton_poi_fused_mul_silu_0", "triton_red_other_1"], before)
+        self.assertEqual(configs, {"triton_poi_fused_mul_silu_0": {"kwargs": {"XBLOCK": 256}, "num_warps": 4,
+                                                                   "num_stages": 1, "autotuned": True}})
+        self.assertEqual(autotuned_configs(["triton_poi_fused_mul_silu_0"], before | {id(harvested)}), {})
+        del baseline, harvested
+
+
 if __name__ == "__main__":
     unittest.main()

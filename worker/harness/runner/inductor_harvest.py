@@ -52,10 +52,36 @@ def kernel_names(code):
     return re.findall(r"^(\w+) = async_compile\.triton\('", code, re.M)
 
 
-def autotuned_configs(names):
-    """The config each kernel's autotuner settled on (its one launcher after the first run)."""
-    from torch._inductor.codecache import PyCodeCache
+def config_of(launchers):
+    config = launchers[0].config
+    return {"kwargs": {k: int(v) for k, v in config.kwargs.items() if isinstance(v, int)},
+            "num_warps": int(config.num_warps), "num_stages": int(config.num_stages),
+            "autotuned": len(launchers) == 1}
 
+
+def live_autotuners():
+    """Every Inductor kernel object (CachingAutotuner or a subclass) alive in this process."""
+    import gc
+
+    return [o for o in gc.get_objects()
+            if any(c.__name__ == "CachingAutotuner" for c in type(o).__mro__) and hasattr(o, "launchers")]
+
+
+def autotuner_name(tuner):
+    name = (getattr(tuner, "inductor_meta", None) or {}).get("kernel_name")
+    fn = getattr(tuner, "fn", None)
+    return name or getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", None)
+
+
+def autotuned_configs(names, before=()):
+    """The config each kernel's autotuner settled on (its one launcher after the first run).
+    Found in the wrapper modules PyCodeCache holds (torch 2.0-2.5 keep them there) or else
+    among the kernel objects made since `before` (ids), so that one of the same name compiled
+    earlier for the compile baseline (static shapes) is never taken for the harvested one."""
+    try:
+        from torch._inductor.codecache import PyCodeCache
+    except ImportError:  # no Inductor in this torch: only the kernel objects can tell
+        PyCodeCache = None
     modules = list(getattr(PyCodeCache, "modules", None) or [])
     modules += list((getattr(PyCodeCache, "modules_no_attr", None) or {}).values())
     modules += list((getattr(PyCodeCache, "cache", None) or {}).values())
@@ -63,12 +89,13 @@ def autotuned_configs(names):
     for module in reversed(modules):  # the newest first
         for name in names:
             launchers = getattr(getattr(module, name, None), "launchers", None)
-            if name in configs or not launchers:
-                continue
-            config = launchers[0].config
-            configs[name] = {"kwargs": {k: int(v) for k, v in config.kwargs.items() if isinstance(v, int)},
-                             "num_warps": int(config.num_warps), "num_stages": int(config.num_stages),
-                             "autotuned": len(launchers) == 1}
+            if name not in configs and launchers:
+                configs[name] = config_of(launchers)
+    if len(configs) < len(names):
+        for tuner in reversed(live_autotuners()):
+            name = autotuner_name(tuner)
+            if name in names and name not in configs and id(tuner) not in before and tuner.launchers:
+                configs[name] = config_of(tuner.launchers)
     return configs
 
 
@@ -88,6 +115,7 @@ def harvest(torch, make_forward, inputs, input_names):
     patch = {key: value for key, value in HARVEST_INDUCTOR_CONFIG.items() if hasattr(inductor_config, key)}
     fx_config = getattr(getattr(torch.fx, "experimental", None), "_config", None)
     duck = fx_config.patch(use_duck_shape=False) if fx_config is not None and hasattr(fx_config, "use_duck_shape") else None
+    before = {id(tuner) for tuner in live_autotuners()}
     try:
         compiled = torch.compile(make_forward(), backend=backend, dynamic=True)
         with inductor_config.patch(patch):
@@ -105,7 +133,7 @@ def harvest(torch, make_forward, inputs, input_names):
                                        "(graph breaks): kforge harvests single-graph ops"}
     code = codes[0]
     names = kernel_names(code)
-    configs = autotuned_configs(names)
+    configs = autotuned_configs(names, before)
     import triton
 
     provenance = {
@@ -117,6 +145,12 @@ def harvest(torch, make_forward, inputs, input_names):
     header = (f"# Harvested from TorchInductor (torch {torch.__version__}, triton {triton.__version__}; "
               "torch.compile default mode, dynamic shapes):\n# its Triton kernels with the autotuned configs "
               "fixed at the launches (worker/harness/runner/inductor_rewrite.py).\n")
+    missing = [name for name in names if name not in configs]
+    if missing:
+        made = [f"{autotuner_name(t)} ({len(t.launchers or [])} launchers)" for t in live_autotuners() if id(t) not in before]
+        return {"ok": False, "provenance": provenance,
+                "reason": f"no autotuned config was recorded for kernel {', '.join(missing)} (kernel objects this "
+                          f"compile made: {', '.join(made) or 'none'})"}
     try:
         source = rewrite(code, input_names, graphs[0], configs, header)
     except (Refused, SyntaxError) as refused:

@@ -774,4 +774,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave at once: a runner that ran torch.compile would otherwise wait at interpreter exit
+    # for Inductor's compile workers to shut down (over 30 s on a loaded GPU host), and a
+    # sandboxed child has nothing to save.
+    sys.stderr.flush()
+    os._exit(code or 0)
