@@ -98,6 +98,15 @@ class TritonEmitter : public StageBuffers {
   // emit_triton_conv.cpp
   bool conv_as_gemm(const Node& node) const;
   void conv_gemm(const Stage& stage, const std::string& name, std::string& err);
+  //! conv_gemm for a transposed conv with a stride > 1 (undilated) along some dim: one phase
+  //! of the outputs per program along such dims (grid axis 2), so no tap is masked by stride.
+  void conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,
+                             const std::vector<bool>& phased_dim, const std::string& x, const std::string& w,
+                             const std::string& out);
+  //! The conv tile's output coordinates, `mask` and offsets, the stage's epilogue and the store.
+  std::string conv_gemm_epilogue(const Stage& stage, TritonKernel& k, const std::string& co,
+                                 const std::vector<std::string>& pos, const std::string& mask,
+                                 const std::string& out);
   // emit_triton_reduce.cpp
   void reduce_rows(const Stage& stage, const std::string& name, std::string& err);
   void reduce_full(const Stage& stage, const std::string& name, std::string& err);

@@ -4,9 +4,13 @@
 // BLOCK_M x BLOCK_N tile of outputs (positions x channels of one group) with tl.dot over
 // BLOCK_K chunks of the reduction, then the stage's fused epilogue on the tile. A transposed
 // conv is the same product in its gather form: output position o reads input i = (o + p -
-// k*d) / s where that divides exactly (the other taps are masked zeros), with the weight
-// [C_in, C_out/groups, k...] read as [C_in/groups * window, C_out/groups] per group. The
-// tl.dot is fp32 ("ieee") or, in dot_x3 schedules, tf32x3 on the tensor cores, as matmuls.
+// k*d) / s where that divides exactly, with the weight [C_in, C_out/groups, k...] read as
+// [C_in/groups * window, C_out/groups] per group. Along a dim with stride s > 1 (and no
+// dilation) that would mask all but one tap in s: there the outputs are split by phase
+// r = (o + p) mod s (a third grid axis), and a program's positions o = f + s*t share their
+// phase, so only the taps k = r + s*j take part (input i = q + t - j, contiguous in t): a
+// stride-1 conv per phase with about K/s taps. The tl.dot is fp32 ("ieee") or, in dot_x3
+// schedules, tf32x3 on the tensor cores, as matmuls.
 // Test: ctest -R 'codegen_(lower|window)'.
 #include <sstream>
 
@@ -40,6 +44,14 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
       [&](const std::string& expr, const std::string& preferred) { return k.size(py(expr), preferred); });
   const bool grouped = win.groups > 1, transposed = win.op == "conv_transpose";
   const std::string cout_group = grouped || transposed ? names.cout_group : dim(k, ws[0]);
+  std::vector<bool> phased_dim(spatial, false);
+  bool phased = false;
+  for (int sd = 0; sd < spatial && transposed; ++sd)
+    phased = (phased_dim[sd] = win.stride[sd] > 1 && win.dilation[sd] == 1) || phased;
+  if (phased) {
+    conv_transpose_phased(stage, k, names, phased_dim, x, w, out);
+    return;
+  }
   // M: batch x output positions; K: the reduction, C_in/groups x the window.
   Shape positions = {out_shape[0]};
   positions.insert(positions.end(), out_shape.end() - spatial, out_shape.end());
@@ -127,17 +139,170 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   }
   body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
 
+  body << conv_gemm_epilogue(stage, k, co, pos, "(rm[:, None] < " + M + ") & (rn[None, :] < " + cout_group + ")",
+                             out);
+  k.body = body.str();
+  kernels_.push_back(k);
+}
+
+std::string TritonEmitter::conv_gemm_epilogue(const Stage& stage, TritonKernel& k, const std::string& co,
+                                              const std::vector<std::string>& pos, const std::string& mask,
+                                              const std::string& out) {
   // The epilogue on the tile: output coordinates as [BLOCK_M, BLOCK_N] broadcasts.
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  std::ostringstream body;
   std::vector<std::string> coords;
-  for (int axis = 0; axis < rank; ++axis) coords.push_back("c" + std::to_string(axis));
+  for (size_t axis = 0; axis < out_shape.size(); ++axis) coords.push_back("c" + std::to_string(axis));
   body << "    c0 = bat[:, None]\n";
   body << "    c1 = (" << co << ")[None, :]\n";
-  for (int sd = 0; sd < spatial; ++sd) body << "    c" << 2 + sd << " = " << pos[sd] << "[:, None]\n";
-  body << "    mask = (rm[:, None] < " << M << ") & (rn[None, :] < " << cout_group << ")\n";
+  for (size_t sd = 0; sd < pos.size(); ++sd) body << "    c" << 2 + sd << " = " << pos[sd] << "[:, None]\n";
+  body << "    mask = " << mask << "\n";
   body << "    offs = " << offset_expr(out_shape, coords, [&](const Dim& d) { return dim(k, d); }) << "\n";
   std::string result;
   body << window_epilogue(stage, k, coords, result) << "    tl.store(" << out << " + offs, " << result
        << ", mask=mask)\n";
+  return body.str();
+}
+
+void TritonEmitter::conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,
+                                          const std::vector<bool>& phased_dim, const std::string& x,
+                                          const std::string& w, const std::string& out) {
+  const Node& node = g_.nodes[stage.anchor];
+  const Window& win = node.window;
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const Shape& ws = g_.nodes[node.args[1]].shape;
+  const int spatial = win.spatial(), rank = static_cast<int>(out_shape.size());
+  const bool grouped = win.groups > 1;
+  const std::string bm = k.constant("BLOCK_M", std::to_string(s_.block_m));
+  const std::string bn = k.constant("BLOCK_N", std::to_string(s_.block_n));
+  const std::string bk = k.constant("BLOCK_K", std::to_string(s_.block_k));
+  const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  k.stages = s_.stages;
+  // Grid: (position tiles x channel tiles, groups, phases); a phase's positions along a
+  // phased dim are at most ceil(out / s).
+  std::string tiles = py(out_shape[0].expr());
+  int64_t phases = 1;
+  for (int sd = 0; sd < spatial; ++sd) {
+    const std::string size = py(out_shape[rank - spatial + sd].expr());
+    tiles += phased_dim[sd] ? " * triton.cdiv(" + size + ", " + std::to_string(win.stride[sd]) + ")" : " * " + size;
+    if (phased_dim[sd]) phases *= win.stride[sd];
+  }
+  k.grid = "(triton.cdiv(" + tiles + ", " + std::to_string(s_.block_m) + ") * triton.cdiv(" + py(ws[1].expr()) +
+           ", " + std::to_string(s_.block_n) + "), " + std::to_string(win.groups) + ", " + std::to_string(phases) +
+           ")";
+
+  std::ostringstream body;
+  body << "    pid = tl.program_id(0)\n";
+  body << "    num_n = tl.cdiv(" << names.cout_group << ", " << bn << ")\n";
+  body << "    rm = (pid // num_n) * " << bm << " + tl.arange(0, " << bm << ")\n";
+  body << "    rn = (pid % num_n) * " << bn << " + tl.arange(0, " << bn << ")\n";
+  if (grouped) body << "    grp = tl.program_id(1)\n";
+  body << "    phase = tl.program_id(2)\n";
+  // Per phased dim: its residue r, the phase's first output f = (r - p) mod s, its count of
+  // positions n, the most any phase has (m), the input index q of its first position at tap 0,
+  // and its taps T = ceil(k / s). Other dims: every position, every tap.
+  std::vector<std::string> extent(spatial), tap_count(spatial);
+  std::string prest = "phase";
+  for (int sd = spatial - 1; sd >= 0; --sd) {
+    if (!phased_dim[sd]) continue;
+    const std::string r = "r" + std::to_string(sd), s = std::to_string(win.stride[sd]);
+    body << "    " << r << " = " << prest << " % " << s << "\n";
+    prest = "(" + prest + " // " + s + ")";
+  }
+  std::string row_mask = "(rm < Mp)";
+  std::string count = dim(k, out_shape[0]);
+  for (int sd = 0; sd < spatial; ++sd) {
+    const std::string n = std::to_string(sd), size = dim(k, out_shape[rank - spatial + sd]);
+    if (!phased_dim[sd]) {
+      extent[sd] = size;
+      tap_count[sd] = names.kernel[sd];
+    } else {
+      const int64_t s = win.stride[sd], p = win.padding[sd];
+      const std::string ss = std::to_string(s);
+      body << "    f" << n << " = (r" << n << " + " << s - p % s << ") % " << ss << "\n";
+      body << "    n" << n << " = (" << size << " - f" << n << " + " << s - 1 << ") // " << ss << "\n";
+      body << "    m" << n << " = (" << size << " + " << s - 1 << ") // " << ss << "\n";
+      body << "    q" << n << " = (f" << n << " + " << p << ") // " << ss << "\n";
+      body << "    T" << n << " = (" << names.kernel[sd] << " + " << s - 1 << ") // " << ss << "\n";
+      extent[sd] = "m" + n;
+      tap_count[sd] = "T" + n;
+    }
+    count += " * " + extent[sd];
+  }
+  body << "    Mp = " << count << "\n";
+  // Positions: batch, then t per spatial dim (innermost last); o = f + s*t along phased dims.
+  std::vector<std::string> pos(spatial), t(spatial);
+  std::string rest = "rm";
+  for (int sd = spatial - 1; sd >= 0; --sd) {
+    t[sd] = "t" + std::to_string(sd);
+    body << "    " << t[sd] << " = " << rest << " % " << extent[sd] << "\n";
+    rest = "(" + rest + " // " + extent[sd] + ")";
+  }
+  body << "    bat = " << rest << "\n";
+  for (int sd = 0; sd < spatial; ++sd) {
+    const std::string n = std::to_string(sd);
+    if (!phased_dim[sd]) {
+      pos[sd] = t[sd];
+      continue;
+    }
+    pos[sd] = "o" + n;
+    body << "    " << pos[sd] << " = f" << n << " + " << win.stride[sd] << " * " << t[sd] << "\n";
+    row_mask += " & (" + t[sd] + " < n" + n + ")";
+  }
+  body << "    rmask = " << row_mask << "\n";
+  std::string kp = names.cin_group;
+  for (int sd = 0; sd < spatial; ++sd) kp += " * " + tap_count[sd];
+  body << "    Kp = " << kp << "\n";
+  const std::string channel_base = grouped ? "grp * " + names.cin_group + " + " : "";
+  body << "    acc = tl.zeros((" << bm << ", " << bn << "), dtype=tl.float32)\n";
+  body << "    for k0 in range(0, Kp, " << bk << "):\n";
+  body << "        rk = k0 + tl.arange(0, " << bk << ")\n";
+  // The reduction index as (input channel, the phase's taps), innermost last.
+  std::string krest = "rk";
+  std::vector<std::string> j(spatial);
+  for (int sd = spatial - 1; sd >= 0; --sd) {
+    j[sd] = "j" + std::to_string(sd);
+    body << "        " << j[sd] << " = " << krest << " % " << tap_count[sd] << "\n";
+    krest = "(" + krest + " // " + tap_count[sd] + ")";
+  }
+  body << "        ci = " << krest << "\n";
+  std::string a_mask = "rmask[:, None] & (rk[None, :] < Kp)";
+  std::string b_mask = "(rk[:, None] < Kp) & (rn[None, :] < " + names.cout_group + ")";
+  std::string x_at = "bat[:, None] * " + names.channels + " + " + channel_base + "ci[None, :]";
+  std::string tap_at;
+  for (int sd = 0; sd < spatial; ++sd) {
+    const std::string n = std::to_string(sd), ix = "ix" + n;
+    const int64_t s = win.stride[sd], p = win.padding[sd], d = win.dilation[sd];
+    std::string kw = j[sd];
+    if (phased_dim[sd]) {
+      kw = "kw" + n;
+      body << "        " << kw << " = r" << n << " + " << s << " * " << j[sd] << "\n";
+      body << "        " << ix << " = q" << n << " + " << t[sd] << "[:, None] - " << j[sd] << "[None, :]\n";
+      a_mask += " & (" + kw + " < " + names.kernel[sd] + ")[None, :]";
+      b_mask += " & (" + kw + " < " + names.kernel[sd] + ")[:, None]";
+      a_mask += " & (" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    } else {  // the gather form along this dim (stride 1, or a dilated stride)
+      const std::string tt = "u" + n;
+      body << "        " << tt << " = " << t[sd] << "[:, None]" << (p == 0 ? "" : " + " + std::to_string(p)) << " - "
+           << j[sd] << "[None, :]" << (d == 1 ? "" : " * " + std::to_string(d)) << "\n";
+      if (s == 1) {
+        body << "        " << ix << " = " << tt << "\n";
+      } else {
+        body << "        " << ix << " = " << tt << " // " << s << "\n";
+        a_mask += " & (" + tt + " % " + std::to_string(s) + " == 0)";
+      }
+      a_mask += " & (" + tt + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    }
+    x_at = "(" + x_at + ") * " + names.in[sd] + " + " + ix;
+    tap_at = tap_at.empty() ? kw : "(" + tap_at + ") * " + names.kernel[sd] + " + " + kw;
+  }
+  body << "        a_tile = tl.load(" << x << " + " << x_at << ", mask=" << a_mask << ", other=0.0)\n";
+  // w[grp * C_in/groups + ci, rn, the tap]
+  body << "        b_tile = tl.load(" << w << " + ((" << channel_base << "ci)[:, None] * " << names.cout_group
+       << " + rn[None, :]) * " << taps << " + (" << tap_at << ")[:, None], mask=" << b_mask << ", other=0.0)\n";
+  body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
+  const std::string co = grouped ? "grp * " + names.cout_group + " + rn" : "rn";
+  body << conv_gemm_epilogue(stage, k, co, pos, "rmask[:, None] & (rn[None, :] < " + names.cout_group + ")", out);
   k.body = body.str();
   kernels_.push_back(k);
 }

@@ -90,7 +90,7 @@ const std::vector<const char*> kWindowOps = {
     "conv2d_wide_hardswish",   "conv2d_grouped_wide", "conv2d_depthwise", "conv3d_wide_relu",
     "conv_transpose2d_groups_gelu", "conv_transpose3d", "max_pool2d_relu", "avg_pool3d",
     "group_norm",              "conv2d_batch_norm_scale", "conv3d_min_softmax", "frobenius_normalize",
-    "conv_transpose3d_wide_bias_relu", "conv_transpose2d_grouped_wide_dilated"};
+    "conv_transpose3d_wide_bias_relu", "conv_transpose2d_grouped_wide_dilated", "conv_transpose1d_wide_stride3"};
 
 // The lowerings KernelBench's problems added last (scans with a product or a mask, triangular
 // masks before a matmul, rank-4 matmuls, losses gathering by class index): their GPU forms;

@@ -383,6 +383,31 @@ TEST(CodegenLower, TritonConvsWithManyChannelsPerGroupAreImplicitGemms) {
   EXPECT_EQ(norm_space[0].block_n, 16) << norm_space[0].label();
 }
 
+// A transposed conv with a stride: along each strided (undilated) dim the outputs are split
+// by phase (a third grid axis), so a program reads only the taps of its phase, never masking
+// three taps in four by divisibility; a dilated strided dim keeps the gather form.
+TEST(CodegenLower, TritonTransposedConvsWithAStrideSplitOutputsByPhase) {
+  auto strided = codegen::analyze(kforge::testing::kernelbench_op("conv_transpose3d_wide_bias_relu"));  // stride 2,1,2
+  ASSERT_TRUE(strided.ok()) << strided.unsupported;
+  auto gen = codegen::emit_program(strided, codegen::schedule_space(strided, codegen::Target::triton).front(),
+                                   codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "phase = tl.program_id(2)")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, ", 1, 4)](")) << "4 phases (2 x 1 x 2), one group\n" << gen.program;
+  EXPECT_TRUE(contains(gen.program, "kw0 = r0 + 2 * j0") && contains(gen.program, "kw2 = r2 + 2 * j2")) << gen.program;
+  EXPECT_FALSE(contains(gen.program, "kw1 =")) << "the unstrided dim takes every tap\n" << gen.program;
+  EXPECT_FALSE(contains(gen.program, "% 2 == 0")) << "no tap masked by divisibility\n" << gen.program;
+  // Dim 0 strided, dim 1 strided and dilated: phases along dim 0 only.
+  auto dilated = codegen::analyze(kforge::testing::kernelbench_op("conv_transpose2d_grouped_wide_dilated"));
+  ASSERT_TRUE(dilated.ok()) << dilated.unsupported;
+  auto mixed = codegen::emit_program(dilated, codegen::schedule_space(dilated, codegen::Target::triton).front(),
+                                     codegen::Target::triton);
+  ASSERT_TRUE(mixed.ok()) << mixed.unsupported;
+  EXPECT_TRUE(contains(mixed.program, ", 2, 2)](")) << "2 groups, 2 phases\n" << mixed.program;
+  EXPECT_TRUE(contains(mixed.program, "kw0 = r0 + 2 * j0")) << mixed.program;
+  EXPECT_TRUE(contains(mixed.program, "u1 % 2 == 0")) << "dim 1 in the gather form\n" << mixed.program;
+}
+
 // Few output tiles over a long K: split-K schedules come first in Triton, two kernels through
 // a scratch of partial tiles; a matmul with tiles enough for the GPU has none.
 TEST(CodegenLower, TritonMatmulsWithFewTilesOverALongKSplitK) {
