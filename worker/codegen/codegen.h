@@ -61,6 +61,10 @@ struct Schedule {
   //! kernel: for few output tiles over a long K (a matrix-vector product, 256x256 by K = 524288),
   //! where one program per tile would leave most of the GPU idle
   int split_k = 1;
+  //! triton reductions over a dim other than the last: > 1 = that dim cut into this many
+  //! slices (grid axis 1), partials to a scratch, a second kernel reducing them and applying
+  //! the epilogue: for few outputs over a long reduction (amax over dim 0 of 4096 x 2048)
+  int split_r = 1;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

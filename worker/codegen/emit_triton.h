@@ -98,6 +98,10 @@ class TritonEmitter : public StageBuffers {
   // emit_triton_conv.cpp
   bool conv_as_gemm(const Node& node) const;
   void conv_gemm(const Stage& stage, const std::string& name, std::string& err);
+  //! reduce_rows' split form: stores kernel `k`'s partial (red0 of one slice) and adds the
+  //! final kernel `name`, which reduces the slices and applies the epilogue.
+  void reduce_rows_split_final(const Stage& stage, const std::string& name, TritonKernel& k, std::ostringstream& body,
+                               ExprEmitter& e, int reduce, const std::string& group_idx);
   //! conv_gemm for a transposed conv with a stride > 1 (undilated) along some dim: one phase
   //! of the outputs per program along such dims (grid axis 2), so no tap is masked by stride.
   void conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,

@@ -3,7 +3,10 @@
 // as [RB, IB] (IB adjacent outputs per program, RB reduced elements per step, along axis
 // 0). A whole-row schedule (block 0, or rows 0 for another dim) loads the row once into
 // registers for every pass (softmax's max, sum and store read it once); otherwise each
-// reduction loops over the row in chunks into a tile accumulator. Full reductions take two
+// reduction loops over the row in chunks into a tile accumulator. A split schedule (split_r
+// > 1) for a single reduction over another dim with few outputs cuts the reduced dim into
+// split_r slices (grid axis 1), each program writing its partial [1, IB] to a scratch, and a
+// second launch reduces the slices and applies the epilogue. Full reductions take two
 // launches through a scratch of `partials` values. Test: ctest -R 'codegen_(lower|triton)'.
 #include <sstream>
 
@@ -36,7 +39,13 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
   Shape outer(ref.begin(), ref.begin() + axis), inner(ref.begin() + axis + 1, ref.end());
   TritonRows t;
   t.last = numel_value(inner) == 1;
-  const std::string out = k.output(buffer_of_.at(stage.root));
+  const bool split = s_.split_r > 1;
+  if (split && t.last) {
+    err = "split reductions are for a dim other than the last";
+    return;
+  }
+  // A split reduction's first kernel writes only its scratch (reduce_rows_split_final).
+  const std::string out = split ? "" : k.output(buffer_of_.at(stage.root));
   const std::string len = dim(k, ref[axis]);
   std::ostringstream header, chunk;
   if (t.last) {
@@ -64,6 +73,10 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
     t.lane_mask = "cmask";
     t.group_mask = "rmask";
   } else {
+    if (split && s_.rows == 0) {
+      err = "a split reduction walks its slice in chunks (rows >= 1)";
+      return;
+    }
     t.whole = s_.rows == 0;
     t.axis = 0;
     const std::string inner_size = k.size(py(numel_expr(inner)), "inner");
@@ -71,17 +84,29 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
     const std::string iblock = k.constant("IB", std::to_string(ib));
     const std::string rblock =
         k.constant("RB", t.whole ? "triton.next_power_of_2(" + py(ref[axis].expr()) + ")" : std::to_string(s_.rows));
-    k.grid = "(" + py(numel_expr(outer)) + " * triton.cdiv(" + py(numel_expr(inner)) + ", " + std::to_string(ib) + "),)";
+    k.grid = "(" + py(numel_expr(outer)) + " * triton.cdiv(" + py(numel_expr(inner)) + ", " + std::to_string(ib) + ")" +
+             (split ? ", " + std::to_string(s_.split_r) + ")" : ",)");
     t.tile = "[" + rblock + ", " + iblock + "]";
     header << "    pid = tl.program_id(0)\n";
     header << "    nib = tl.cdiv(" << inner_size << ", " << iblock << ")\n";
     header << "    o = pid // nib\n";
     header << "    i = (pid % nib) * " << iblock << " + tl.arange(0, " << iblock << ")[None, :]\n";
     header << "    imask = i < " << inner_size << "\n";
-    chunk << "r = " << (t.whole ? "" : "r0 + ") << "tl.arange(0, " << rblock << ")[:, None]\n";
+    std::string slice_start;
+    if (split) {  // slice sp: `per` (a multiple of RB) reduced elements from sp * per
+      const std::string per = k.size("triton.cdiv(triton.cdiv(" + py(ref[axis].expr()) + ", " +
+                                         std::to_string(s_.split_r) + "), " + std::to_string(s_.rows) + ") * " +
+                                         std::to_string(s_.rows),
+                                     "per");
+      header << "    sp = tl.program_id(1)\n";
+      slice_start = "sp * " + per + " + ";
+      t.loop = "for r0 in range(0, " + per + ", " + rblock + "):";
+    } else {
+      t.loop = "for r0 in range(0, " + len + ", " + rblock + "):";
+    }
+    chunk << "r = " << slice_start << (t.whole ? "" : "r0 + ") << "tl.arange(0, " << rblock << ")[:, None]\n";
     chunk << "lmask = r < " << len << "\n";
     chunk << "fmask = lmask & imask\n";
-    t.loop = "for r0 in range(0, " + len + ", " + rblock + "):";
     t.full_idx = "o * " + len + " * " + inner_size + " + r * " + inner_size + " + i";
     t.lane_idx = "r";
     t.group_idx = "o * " + inner_size + " + i";
@@ -118,6 +143,10 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
     err = patterns.error;
     return;
   }
+  if (split && (reduces.size() != 1 || patterns.of(stage.root) != Pattern::group)) {
+    err = "a split reduction holds one reduction and stores one value per output";
+    return;
+  }
 
   const std::string ax = std::to_string(t.axis);
   auto chunk_lines = [&](const std::string& indent) { return reindent(t.chunk, indent); };
@@ -144,6 +173,10 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
     }
     e.known[reduces[red_idx]] = red;
   }
+  if (split) {
+    reduce_rows_split_final(stage, name, k, body, e, reduces.front(), t.group_idx);
+    return;
+  }
   // The store: the row again when the output varies along it (softmax), else one value per row.
   Pattern out_pattern = patterns.of(stage.root);
   std::string result = e.value(stage.root, {});
@@ -162,6 +195,69 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
   }
   k.body = body.str();
   kernels_.push_back(k);
+}
+
+// The split reduction's two launches: `k` (its body so far: one slice's reduction into red0)
+// stores its partial to the scratch, slice-major; `name` reduces the slices of each output and
+// applies the stage's epilogue.
+void TritonEmitter::reduce_rows_split_final(const Stage& stage, const std::string& name, TritonKernel& k,
+                                            std::ostringstream& body, ExprEmitter& e, int reduce,
+                                            const std::string& group_idx) {
+  const Node& red = g_.nodes[reduce];
+  const Shape& ref = stage.reduce_shape;
+  const int axis = stage.reduce_axes.at(0);
+  const Shape groups_shape = [&] {
+    Shape out(ref.begin(), ref.begin() + axis);
+    out.insert(out.end(), ref.begin() + axis + 1, ref.end());
+    return out;
+  }();
+  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "rsplit" : "rsplit_" + buffer_of_.at(stage.root);
+  allocations_.push_back("    " + scratch + " = torch.empty((" + std::to_string(s_.split_r) + " * " +
+                         py(numel_expr(groups_shape)) + ",), device=" + py_name_.at(g_.input_names.at(0)) +
+                         ".device, dtype=torch.float32)\n");
+  const std::string partial = k.output(scratch);
+  const std::string total = k.size(py(numel_expr(groups_shape)), "total");
+  body << e.take_outer("    ");
+  body << "    tl.store(" << partial << " + sp * " << total << " + " << group_idx << ", red0, mask=imask)\n";
+  TritonKernel k1 = k;
+  k1.name = name + "_partial";
+  k1.body = body.str();
+  kernels_.push_back(k1);
+
+  // The final pass: [SPLIT, IB] partials per program.
+  TritonKernel k2 = kernel(name);
+  const std::string ws = k2.buffer(scratch);
+  const std::string out = k2.output(buffer_of_.at(stage.root));
+  const std::string inner_size =
+      k2.size(py(numel_expr(Shape(ref.begin() + axis + 1, ref.end()))), "inner");
+  const std::string total2 = k2.size(py(numel_expr(groups_shape)), "total");
+  const std::string iblock = k2.constant("IB", std::to_string(s_.block > 0 ? s_.block : 64));
+  const std::string split = k2.constant("SPLIT", std::to_string(s_.split_r));
+  k2.grid = k.grid.substr(0, k.grid.rfind(',')) + ",)";
+  PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
+  int counter = 0;
+  ExprEmitter e2 = expr(&counter, stage.root);
+  e2.red_len = dim(k2, ref[axis]);
+  e2.dim = [&](const Dim& d) { return dim(k2, d); };
+  const std::string idx = "o * " + inner_size + " + i";
+  e2.load = [&](int id, const std::vector<std::string>&) -> std::string {
+    return patterns.of(id) == Pattern::scalar ? load(k2, id, "0", "None") : load(k2, id, idx, "imask");
+  };
+  e2.known[reduce] = "red0";
+  const std::string result = e2.value(stage.root, {});
+  std::ostringstream b2;
+  b2 << "    pid = tl.program_id(0)\n";
+  b2 << "    nib = tl.cdiv(" << inner_size << ", " << iblock << ")\n";
+  b2 << "    o = pid // nib\n";
+  b2 << "    i = (pid % nib) * " << iblock << " + tl.arange(0, " << iblock << ")[None, :]\n";
+  b2 << "    imask = i < " << inner_size << "\n";
+  b2 << "    sp = tl.arange(0, " << split << ")[:, None]\n";
+  b2 << "    red0 = " << reduce_fn(red.op) << "(tl.load(" << ws << " + sp * " << total2 << " + " << idx
+     << ", mask=imask, other=0.0), axis=0, keep_dims=True)\n";
+  b2 << e2.take_outer("    ") << e2.take_lines("    ", true);
+  b2 << "    tl.store(" << out << " + " << idx << ", " << result << ", mask=imask)\n";
+  k2.body = b2.str();
+  kernels_.push_back(k2);
 }
 
 // Two launches: `partials` programs each reduce a grid-stride slice of BLOCK-element

@@ -25,9 +25,22 @@ struct StageKinds {
   // 132-SM GPU, each slice at least 2048 long. 1: none.
   int split_k = 1;
   int split_block_n = 64;  // 16 when the matmul's N is under 16 (a matrix-vector product)
+  // Triton split reduction for an op whose one row reduction is over a dim other than the
+  // last with few outputs (64 per program) over a long reduced dim: slices (a power of two,
+  // each at least 256 long, up to 64) enough for about two programs per SM. 1: none.
+  int split_r = 1;
   explicit StageKinds(const Analysis& analysis) {
     const Graph& g = analysis.graph;
+    int row_stages = 0;
     for (const auto& stage : analysis.stages) {
+      if (stage.kind == StageKind::reduce_rows && ++row_stages == 1) {
+        const int axis = stage.reduce_axes.at(0);
+        const int64_t len = stage.reduce_shape.at(axis).value;
+        const int64_t inner = numel_value(Shape(stage.reduce_shape.begin() + axis + 1, stage.reduce_shape.end()));
+        const int64_t programs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len) / 64 + 1;
+        if (inner > 1)
+          while (split_r < 64 && programs * split_r < 264 && len / (split_r * 2) >= 256) split_r *= 2;
+      }
       if (stage.kind == StageKind::matmul) {
         const Node& mm = g.nodes[stage.anchor];
         const Shape& a = g.nodes[mm.args[0]].shape;
@@ -58,6 +71,7 @@ struct StageKinds {
       }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
+      if (row_stages > 1) split_r = 1;
       if (stage.kind == StageKind::reduce_rows) {
         const int axis = stage.reduce_axes.at(0);
         max_row = std::max(max_row, stage.reduce_shape.at(axis).value);
@@ -203,6 +217,13 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
         add(256, 4, 4);
       }
       if (kinds.other_dim) {
+        // Few outputs over a long reduced dim: the slices side by side first (a single
+        // reduction storing one value per output; the emitter refuses any other).
+        if (kinds.split_r > 1 && !kinds.last_dim)
+          for (auto [block, rows] : {std::pair{64, 32}, std::pair{32, 64}}) {
+            add(block, rows, 4);
+            variants.back().split_r = kinds.split_r;
+          }
         add(64, 32, 4);
         if (kinds.max_row > 0 && kinds.max_row <= 256) add(64, 0, 4);
         add(128, 16, 8);

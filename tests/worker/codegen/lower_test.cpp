@@ -408,6 +408,37 @@ TEST(CodegenLower, TritonTransposedConvsWithAStrideSplitOutputsByPhase) {
   EXPECT_TRUE(contains(mixed.program, "u1 % 2 == 0")) << "dim 1 in the gather form\n" << mixed.program;
 }
 
+// A reduction over another dim with few outputs (amax over dim 0 of 4096 x 2048: 32 programs
+// of 64 outputs): split schedules first, the slices side by side into a scratch, then a
+// kernel reducing them with the epilogue; a last-dim reduction has none.
+TEST(CodegenLower, TritonReductionsWithFewOutputsOverALongDimSplit) {
+  auto amax = codegen::analyze(suite_op("amax_dim0"));
+  ASSERT_TRUE(amax.ok()) << amax.unsupported;
+  auto space = codegen::schedule_space(amax, codegen::Target::triton);
+  ASSERT_GE(space.size(), 3u);
+  EXPECT_EQ(space[0].split_r, 8) << space[0].label();
+  EXPECT_TRUE(contains(space[0].label(), ".sr8")) << space[0].label();
+  EXPECT_EQ(space[2].split_r, 1) << "the unsplit schedules follow";
+  auto gen = codegen::emit_program(amax, space[0], codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "def amax_dim0_rows_partial(")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "sp = tl.program_id(1)")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "rsplit = torch.empty((8 * x.size(1),)")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "red0 = tl.max(tl.load(rsplit + sp * inner")) << gen.program;
+  // The mean divides the slices' sum by the whole reduced length, in the second kernel.
+  auto mean = codegen::analyze(suite_op("mean_gelu_dim0"));
+  auto mean_gen = codegen::emit_program(mean, codegen::schedule_space(mean, codegen::Target::triton).front(),
+                                        codegen::Target::triton);
+  ASSERT_TRUE(mean_gen.ok()) << mean_gen.unsupported;
+  EXPECT_TRUE(contains(mean_gen.program, "v0 = red0 / x_size0")) << mean_gen.program;
+  for (const char* name : {"sum_last", "softmax_last", "cumsum_dim0"}) {
+    auto other = codegen::analyze(suite_op(name));
+    ASSERT_TRUE(other.ok()) << name;
+    for (const auto& s : codegen::schedule_space(other, codegen::Target::triton))
+      EXPECT_EQ(s.split_r, 1) << name << " " << s.label();
+  }
+}
+
 // Few output tiles over a long K: split-K schedules come first in Triton, two kernels through
 // a scratch of partial tiles; a matmul with tiles enough for the GPU has none.
 TEST(CodegenLower, TritonMatmulsWithFewTilesOverALongKSplitK) {

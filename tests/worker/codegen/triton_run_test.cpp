@@ -54,3 +54,27 @@ TEST(CodegenTritonRun, ScanArgReductionAndMatmulOpsAreCorrectInTheInterpreter) {
   REQUIRE_TRITON(python);
   check_in_interpreter(python, {"cumsum_last", "cumsum_dim0", "argmax_last", "linear_gelu", "bmm", "attention"});
 }
+
+// Split reductions (few outputs over a long reduced dim: slices side by side, then a second
+// kernel) exist only at the main shapes, where there are few outputs: emitted there and
+// checked on the main shapes and the op's extra shapes (about 20 s each in the interpreter).
+TEST(CodegenTritonRun, SplitReductionsAreCorrectInTheInterpreter) {
+  REQUIRE_TRITON(python);
+  const harness::CheckOptions options = harness::testing::interpreter_options(python);
+  for (const char* name : {"sum_dim0", "mean_gelu_dim0", "amax_dim1_3d"}) {
+    auto spec = kforge::testing::suite_op(name);
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    auto space = codegen::schedule_space(analysis, codegen::Target::triton);
+    ASSERT_FALSE(space.empty()) << name;
+    ASSERT_GT(space.front().split_r, 1) << name << " " << space.front().label();
+    auto gen = codegen::emit_program(analysis, space.front(), codegen::Target::triton);
+    ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+    std::string error;
+    auto checker = harness::Checker::create(spec, options, error);
+    ASSERT_TRUE(checker) << name << ": " << error;
+    auto result = checker->check(gen.program);
+    EXPECT_EQ(result.outcome, harness::Outcome::correct)
+        << name << " " << space.front().label() << ": " << result.message << "\n" << gen.program;
+  }
+}
