@@ -144,6 +144,9 @@ class ProgramEmitter : public StageBuffers {
 
   // emit_reduce.cpp
   std::string reduce_rows(const Stage& stage, const std::string& name, std::string& err);
+  std::string reduce_rows_split(const Stage& stage, const std::string& name, RowLayout& layout, Kernel& k,
+                                PatternMap& patterns, ExprEmitter& e, const std::vector<int>& reduces,
+                                std::string& err);
   bool row_layout(const Stage& stage, Kernel& k, RowLayout& layout, std::string& err);
   ExprEmitter row_emitter(int width, const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns,
                           int* counter);

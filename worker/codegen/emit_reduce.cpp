@@ -57,6 +57,7 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
     err = patterns.error;
     return "";
   }
+  if (s_.split_r > 1) return reduce_rows_split(stage, name, layout, k, patterns, e, reduces, err);
   const std::string header = row_header(layout, k);
   std::string body = row_accumulators(layout, reduces, e, ev);
   body += row_store(stage, layout, k, patterns, e, ev);
@@ -77,6 +78,80 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
              inner + ";\n" + indent_more(body, "    ") + "    }\n  }\n";
   }
   return k.render();
+}
+
+// Few outputs over a long reduced dim (split_r > 1, a dim other than the last, one work-item
+// per output): work-item (output, slice) reduces split_r-th of the dim into the scratch
+// `rsplit`, then a second kernel combines each output's slices and applies the epilogue.
+std::string ProgramEmitter::reduce_rows_split(const Stage& stage, const std::string& name, RowLayout& layout,
+                                              Kernel& k, PatternMap& patterns, ExprEmitter& e,
+                                              const std::vector<int>& reduces, std::string& err) {
+  if (layout.group || layout.last || layout.vec > 1 || reduces.size() != 1 ||
+      patterns.of(stage.root) != Pattern::group || blocked_sum(layout, g_.nodes[reduces[0]])) {
+    err = "a split reduction is one reduction over a dim other than the last, one value per output, "
+          "by work-items with scalar loads";
+    return "";
+  }
+  const Node& red = g_.nodes[reduces[0]];
+  const int wg = s_.work_group, split = s_.split_r;
+  const std::string splits = std::to_string(split);
+  const std::string groups_expr = numel_expr(layout.outer_dims) + "*" + numel_expr(layout.inner_dims);
+  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "rsplit" : "rsplit_" + buffer_of_.at(stage.root);
+  scratch_.push_back("// kforge-scratch: " + scratch + " float " + splits + " * " + groups_expr + "\n");
+  // Pass 1: `k` (its sizes registered by row_layout, its operands by `e`) writes the scratch
+  // instead of the output.
+  const std::string& len = layout.len;
+  const std::string& groups = layout.groups;
+  const std::string v = e.value(red.args[0], {});
+  const std::string loop_lines = e.take_lines("    ");
+  Kernel k1 = k;
+  k1.name = name + "_partial";
+  k1.output_buffer = scratch;
+  k1.grid = "cdiv(" + groups_expr + " * " + splits + ", " + std::to_string(wg) + ")";
+  k1.block = std::to_string(wg);
+  std::ostringstream b1;
+  b1 << "  // pass 1 of 2: one work-item per output and " << splits << "th of the " << len
+     << " reduced elements (few outputs over a long dim)\n";
+  b1 << "  const int item = " << d_.global_id(0) << ";\n  if (item >= " << groups << " * " << splits << ") return;\n";
+  b1 << "  const int gid = item % " << groups << ";\n  const int sp = item / " << groups << ";\n";
+  b1 << "  const int base = (gid / " << layout.inner << ") * " << len << " * " << layout.inner << " + gid % "
+     << layout.inner << ";\n";
+  b1 << "  const int per = (" << len << " + " << splits << " - 1) / " << splits << ";\n";
+  b1 << "  const int rend = min(" << len << ", sp * per + per);\n";
+  b1 << e.take_outer("  ");
+  b1 << "  float acc = " << reduce_init(red.op, d_.target) << ";\n" << unroll_pragma(s_.unroll, "  ");
+  b1 << "  for (int ri = sp * per; ri < rend; ++ri) {\n" << loop_lines << "    acc = "
+     << combine_code(red.op, "acc", v, d_.target) << ";\n  }\n";
+  b1 << "  " << k1.output_buffer << "[sp * " << groups << " + gid] = acc;\n";
+  k1.body = b1.str();
+
+  // Pass 2: one work-item per output combines its slices, then the epilogue and the store.
+  Kernel k2 = kernel(name, buffer_of_.at(stage.root));
+  const std::string partial = k2.buffer(scratch);
+  const std::string groups2 = k2.size(groups_expr, "groups");
+  const std::string len2 = k2.size(stage.reduce_shape[stage.reduce_axes.at(0)].expr(), "len");
+  int counter = 0;
+  ExprEmitter e2 = expr(1, &counter);
+  e2.red_len = len2;
+  e2.dim = [&k2](const Dim& d) { return k2.dim(d); };
+  e2.is_leaf = [this, &stage](int id) { return is_buffer_leaf(id, stage.root); };
+  e2.load = [this, &k2, &patterns](int id, const std::vector<std::string>&) -> std::string {
+    std::string buf = k2.buffer(buffer_name(id));
+    return patterns.of(id) == Pattern::scalar ? buf + "[0]" : buf + "[gid]";
+  };
+  e2.known[reduces[0]] = "acc";
+  const std::string result = e2.value(stage.root, {});
+  k2.grid = "cdiv(" + groups_expr + ", " + std::to_string(wg) + ")";
+  k2.block = std::to_string(wg);
+  std::ostringstream b2;
+  b2 << "  // pass 2 of 2: one work-item per output combines its " << splits << " partial results\n";
+  b2 << "  const int gid = " << d_.global_id(0) << ";\n  if (gid >= " << groups2 << ") return;\n";
+  b2 << "  float acc = " << reduce_init(red.op, d_.target) << ";\n";
+  b2 << "  for (int sp = 0; sp < " << splits << "; ++sp) acc = "
+     << combine_code(red.op, "acc", partial + "[sp * " + groups2 + " + gid]", d_.target) << ";\n";
+  b2 << e2.take_outer("  ") << e2.take_lines("  ") << "  " << k2.output_buffer << "[gid] = " << result << ";\n";
+  k2.body = b2.str();
+  return k1.render() + "\n" + k2.render();
 }
 
 // The layout of a row reduction under this schedule; false and `err` when the schedule

@@ -29,6 +29,10 @@ struct StageKinds {
   // last with few outputs (64 per program) over a long reduced dim: slices (a power of two,
   // each at least 256 long, up to 64) enough for about two programs per SM. 1: none.
   int split_r = 1;
+  // The same for CUDA's one thread per output: slices (a power of two, each at least 32 long,
+  // up to 128) enough for about 128K threads (a 132-SM GPU's 2048 resident threads per SM,
+  // half). 1: none.
+  int split_items = 1;
   explicit StageKinds(const Analysis& analysis) {
     const Graph& g = analysis.graph;
     int row_stages = 0;
@@ -38,8 +42,12 @@ struct StageKinds {
         const int64_t len = stage.reduce_shape.at(axis).value;
         const int64_t inner = numel_value(Shape(stage.reduce_shape.begin() + axis + 1, stage.reduce_shape.end()));
         const int64_t programs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len) / 64 + 1;
-        if (inner > 1)
+        const int64_t outputs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len);
+        if (inner > 1) {
           while (split_r < 64 && programs * split_r < 264 && len / (split_r * 2) >= 256) split_r *= 2;
+          while (split_items < 128 && outputs * split_items < 131072 && len / (split_items * 2) >= 32)
+            split_items *= 2;
+        }
       }
       if (stage.kind == StageKind::matmul) {
         const Node& mm = g.nodes[stage.anchor];
@@ -71,7 +79,7 @@ struct StageKinds {
       }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
-      if (row_stages > 1) split_r = 1;
+      if (row_stages > 1) split_r = split_items = 1;
       if (stage.kind == StageKind::reduce_rows) {
         const int axis = stage.reduce_axes.at(0);
         max_row = std::max(max_row, stage.reduce_shape.at(axis).value);
@@ -120,6 +128,16 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
       base.vector_width = 1;
       std::vector<Schedule> variants;
       if (kinds.rows) {
+        // Few outputs over a long reduced dim (another than the last): a thread per output and
+        // slice first, then a kernel combining the slices (the emitter refuses other regions).
+        if (kinds.split_items > 1 && !kinds.last_dim)
+          for (int wg : {256, 128}) {
+            Schedule s = base;
+            s.reduce = ReduceStrategy::item;
+            s.work_group = wg;
+            s.split_r = kinds.split_items;
+            variants.push_back(s);
+          }
         for (int wg : {256, 512, 128, 1024}) {
           Schedule s = base;
           s.reduce = ReduceStrategy::group;

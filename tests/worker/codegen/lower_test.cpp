@@ -409,8 +409,9 @@ TEST(CodegenLower, TritonTransposedConvsWithAStrideSplitOutputsByPhase) {
 }
 
 // A reduction over another dim with few outputs (amax over dim 0 of 4096 x 2048: 32 programs
-// of 64 outputs): split schedules first, the slices side by side into a scratch, then a
-// kernel reducing them with the epilogue; a last-dim reduction has none.
+// of 64 outputs in Triton, 2048 threads in CUDA): split schedules first, the slices side by
+// side into a scratch, then a kernel reducing them with the epilogue; a last-dim reduction
+// has none.
 TEST(CodegenLower, TritonReductionsWithFewOutputsOverALongDimSplit) {
   auto amax = codegen::analyze(suite_op("amax_dim0"));
   ASSERT_TRUE(amax.ok()) << amax.unsupported;
@@ -434,9 +435,18 @@ TEST(CodegenLower, TritonReductionsWithFewOutputsOverALongDimSplit) {
   for (const char* name : {"sum_last", "softmax_last", "cumsum_dim0"}) {
     auto other = codegen::analyze(suite_op(name));
     ASSERT_TRUE(other.ok()) << name;
-    for (const auto& s : codegen::schedule_space(other, codegen::Target::triton))
-      EXPECT_EQ(s.split_r, 1) << name << " " << s.label();
+    for (auto target : {codegen::Target::triton, codegen::Target::cuda})
+      for (const auto& s : codegen::schedule_space(other, target)) EXPECT_EQ(s.split_r, 1) << name << " " << s.label();
   }
+  // CUDA's thread per output: 64 slices of 64 rows (2048 outputs x 64 = 128K threads), two kernels.
+  auto cuda = codegen::schedule_space(amax, codegen::Target::cuda);
+  ASSERT_FALSE(cuda.empty());
+  EXPECT_EQ(cuda.front().split_r, 64) << cuda.front().label();
+  auto cuda_gen = codegen::emit_program(amax, cuda.front(), codegen::Target::cuda);
+  ASSERT_TRUE(cuda_gen.ok()) << cuda_gen.unsupported;
+  EXPECT_TRUE(contains(cuda_gen.program, "// kforge-scratch: rsplit float 64 * 1*x.size(1)")) << cuda_gen.program;
+  EXPECT_TRUE(contains(cuda_gen.program, "for (int sp = 0; sp < 64; ++sp) acc = fmaxf(acc, rsplit[sp * groups + gid]);"))
+      << cuda_gen.program;
 }
 
 // Few output tiles over a long K: split-K schedules come first in Triton, two kernels through

@@ -156,3 +156,25 @@ TEST(CodegenRun, KernelBenchCompositesAreCheckerCorrect) {
         << gen.program;
   }
 }
+
+// CUDA's split reductions (few outputs over a long dim other than the last: a thread per
+// output and slice, then a kernel combining the slices) share their emitter with OpenCL: the
+// same schedule emitted for OpenCL runs on PoCL at the main shapes, where the split exists.
+TEST(CodegenRun, SplitReductionsOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
+  for (const char* name : {"amax_dim0", "mean_gelu_dim0", "amax_dim1_3d"}) {
+    auto spec = kforge::testing::suite_op(name);
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    const auto cuda = codegen::schedule_space(analysis, codegen::Target::cuda);
+    ASSERT_FALSE(cuda.empty()) << name;
+    ASSERT_GT(cuda.front().split_r, 1) << name << " " << cuda.front().label();
+    auto gen = codegen::emit_program(analysis, cuda.front(), codegen::Target::opencl);
+    ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+    std::string error;
+    auto checker = harness::Checker::create(spec, untimed_options(), error);
+    ASSERT_TRUE(checker) << name << ": " << error;
+    auto result = checker->check(gen.program);
+    EXPECT_EQ(result.outcome, harness::Outcome::correct)
+        << name << " " << cuda.front().label() << ": " << result.message << "\n" << gen.program;
+  }
+}
