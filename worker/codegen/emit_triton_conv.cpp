@@ -17,6 +17,26 @@
 #include "worker/codegen/emit_triton.h"
 
 namespace kforge::codegen::emit {
+namespace {
+
+// A transposed conv's gather form along one dim: `var` = position + p - tap (a [BLOCK_M,
+// BLOCK_K] tile), input index `ix` = var / s where that divides exactly (masked otherwise),
+// inside the input (`in` long).
+std::string gather_lines(const std::string& var, const std::string& pos, const std::string& tap, int64_t s, int64_t p,
+                         const std::string& ix, const std::string& in, std::string& a_mask) {
+  std::string lines = "        " + var + " = " + pos + "[:, None]" + (p == 0 ? "" : " + " + std::to_string(p)) + " - " +
+                      tap + "\n";
+  if (s == 1) {
+    lines += "        " + ix + " = " + var + "\n";
+  } else {
+    lines += "        " + ix + " = " + var + " // " + std::to_string(s) + "\n";
+    a_mask += " & (" + var + " % " + std::to_string(s) + " == 0)";
+  }
+  a_mask += " & (" + var + " >= 0) & (" + ix + " < " + in + ")";
+  return lines;
+}
+
+}  // namespace
 
 bool TritonEmitter::conv_as_gemm(const Node& node) const {
   // Grouped convs with few output channels per group (depthwise) would fill a tl.dot tile
@@ -112,16 +132,7 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
       body << "        " << ix << " = " << at << "\n";
       if (p > 0) a_mask += " & (" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
     } else {
-      const std::string t = "t" + std::to_string(sd);
-      body << "        " << t << " = " << pos[sd] << "[:, None]" << (p == 0 ? "" : " + " + std::to_string(p)) << " - "
-           << tap << "\n";
-      if (s == 1) {
-        body << "        " << ix << " = " << t << "\n";
-      } else {
-        body << "        " << ix << " = " << t << " // " << s << "\n";
-        a_mask += " & (" + t + " % " + std::to_string(s) + " == 0)";
-      }
-      a_mask += " & (" + t + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+      body << gather_lines("t" + std::to_string(sd), pos[sd], tap, s, p, ix, names.in[sd], a_mask);
     }
     x_at = "(" + x_at + ") * " + names.in[sd] + " + " + ix;
   }
@@ -282,16 +293,8 @@ void TritonEmitter::conv_transpose_phased(const Stage& stage, TritonKernel& k, c
       b_mask += " & (" + kw + " < " + names.kernel[sd] + ")[:, None]";
       a_mask += " & (" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
     } else {  // the gather form along this dim (stride 1, or a dilated stride)
-      const std::string tt = "u" + n;
-      body << "        " << tt << " = " << t[sd] << "[:, None]" << (p == 0 ? "" : " + " + std::to_string(p)) << " - "
-           << j[sd] << "[None, :]" << (d == 1 ? "" : " * " + std::to_string(d)) << "\n";
-      if (s == 1) {
-        body << "        " << ix << " = " << tt << "\n";
-      } else {
-        body << "        " << ix << " = " << tt << " // " << s << "\n";
-        a_mask += " & (" + tt + " % " + std::to_string(s) + " == 0)";
-      }
-      a_mask += " & (" + tt + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+      body << gather_lines("u" + n, t[sd], j[sd] + "[None, :]" + (d == 1 ? "" : " * " + std::to_string(d)), s, p, ix,
+                           names.in[sd], a_mask);
     }
     x_at = "(" + x_at + ") * " + names.in[sd] + " + " + ix;
     tap_at = tap_at.empty() ? kw : "(" + tap_at + ") * " + names.kernel[sd] + " + " + kw;
