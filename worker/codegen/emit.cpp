@@ -57,6 +57,11 @@ Generated ProgramEmitter::run() {
   return gen;
 }
 
+std::string StageBuffers::stage_scratch(const Stage& stage, const std::string& prefix) const {
+  const std::string& buffer = buffer_of_.at(stage.root);
+  return buffer == "out" ? prefix : prefix + "_" + buffer;
+}
+
 bool StageBuffers::is_buffer_leaf(int id, int root) const {
   if (id == root) return false;
   const NodeKind kind = g_.nodes[id].kind;

@@ -112,6 +112,9 @@ class StageBuffers {
   std::string buffer_name(int id) const;
   //! The reductions of this stage's region: those feeding its root without crossing a buffer.
   std::vector<int> region_reductions(const Stage& stage) const;
+  //! The name of a scratch a stage's kernels share (`prefix`, or prefix_tmpN for a stage that
+  //! writes scratch tmpN), so two stages' scratches never meet.
+  std::string stage_scratch(const Stage& stage, const std::string& prefix) const;
 };
 
 //! Emits every stage of one Analysis for one Schedule in OpenCL C or CUDA C++.

@@ -96,7 +96,7 @@ std::string ProgramEmitter::reduce_rows_split(const Stage& stage, const std::str
   const int wg = s_.work_group, split = s_.split_r;
   const std::string splits = std::to_string(split);
   const std::string groups_expr = numel_expr(layout.outer_dims) + "*" + numel_expr(layout.inner_dims);
-  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "rsplit" : "rsplit_" + buffer_of_.at(stage.root);
+  const std::string scratch = stage_scratch(stage, "rsplit");
   scratch_.push_back("// kforge-scratch: " + scratch + " float " + splits + " * " + groups_expr + "\n");
   // Pass 1: `k` (its sizes registered by row_layout, its operands by `e`) writes the scratch
   // instead of the output.
@@ -402,7 +402,7 @@ std::string ProgramEmitter::reduce_full(const Stage& stage, const std::string& n
     err = "a full reduction region must hold exactly one reduction";
     return "";
   }
-  const std::string partial = buffer_of_.at(stage.root) == "out" ? "partial" : "partial_" + buffer_of_.at(stage.root);
+  const std::string partial = stage_scratch(stage, "partial");
   scratch_.push_back("// kforge-scratch: " + partial + " float " + std::to_string(s_.partials) + "\n");
   int counter = 0;
   Kernel k1 = full_partial_kernel(stage, reduces[0], name + "_partial", partial, &counter, err);

@@ -66,8 +66,10 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   const std::string cout_group = grouped || transposed ? names.cout_group : dim(k, ws[0]);
   std::vector<bool> phased_dim(spatial, false);
   bool phased = false;
-  for (int sd = 0; sd < spatial && transposed; ++sd)
-    phased = (phased_dim[sd] = win.stride[sd] > 1 && win.dilation[sd] == 1) || phased;
+  for (int sd = 0; sd < spatial && transposed; ++sd) {
+    phased_dim[sd] = win.stride[sd] > 1 && win.dilation[sd] == 1;
+    phased = phased || phased_dim[sd];
+  }
   if (phased) {
     conv_transpose_phased(stage, k, names, phased_dim, x, w, out);
     return;

@@ -108,7 +108,7 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
            " + tl.arange(0, " + nm.bn + "))[None, :]\n    mask = (m < " + nm.M + ") & (n < " + nm.N + ")\n";
   };
   // The scratch of partial tiles: slice-major, then the output's (bat, m, n).
-  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "splitk" : "splitk_" + buffer_of_.at(stage.root);
+  const std::string scratch = stage_scratch(stage, "splitk");
   const std::string batch = batched ? py(a_eff[0].expr()) : "1";
   if (split)
     allocations_.push_back("    " + scratch + " = torch.empty((" + std::to_string(s_.split_k) + " * " + batch + " * " +

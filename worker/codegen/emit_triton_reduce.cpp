@@ -211,7 +211,7 @@ void TritonEmitter::reduce_rows_split_final(const Stage& stage, const std::strin
     out.insert(out.end(), ref.begin() + axis + 1, ref.end());
     return out;
   }();
-  const std::string scratch = buffer_of_.at(stage.root) == "out" ? "rsplit" : "rsplit_" + buffer_of_.at(stage.root);
+  const std::string scratch = stage_scratch(stage, "rsplit");
   allocations_.push_back("    " + scratch + " = torch.empty((" + std::to_string(s_.split_r) + " * " +
                          py(numel_expr(groups_shape)) + ",), device=" + py_name_.at(g_.input_names.at(0)) +
                          ".device, dtype=torch.float32)\n");
@@ -270,7 +270,7 @@ void TritonEmitter::reduce_full(const Stage& stage, const std::string& name, std
   }
   const Node& red = g_.nodes[reduces[0]];
   const std::string init = reduce_init(red.op, Target::triton);
-  const std::string partial = buffer_of_.at(stage.root) == "out" ? "partial" : "partial_" + buffer_of_.at(stage.root);
+  const std::string partial = stage_scratch(stage, "partial");
   int parts = 1;
   while (parts < s_.partials) parts <<= 1;  // a power of two: the final pass loads them as one block
   allocations_.push_back("    " + partial + " = torch.empty((" + std::to_string(parts) + ",), device=" +

@@ -37,18 +37,6 @@ struct StageKinds {
     const Graph& g = analysis.graph;
     int row_stages = 0;
     for (const auto& stage : analysis.stages) {
-      if (stage.kind == StageKind::reduce_rows && ++row_stages == 1) {
-        const int axis = stage.reduce_axes.at(0);
-        const int64_t len = stage.reduce_shape.at(axis).value;
-        const int64_t inner = numel_value(Shape(stage.reduce_shape.begin() + axis + 1, stage.reduce_shape.end()));
-        const int64_t programs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len) / 64 + 1;
-        const int64_t outputs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len);
-        if (inner > 1) {
-          while (split_r < 64 && programs * split_r < 264 && len / (split_r * 2) >= 256) split_r *= 2;
-          while (split_items < 128 && outputs * split_items < 131072 && len / (split_items * 2) >= 32)
-            split_items *= 2;
-        }
-      }
       if (stage.kind == StageKind::matmul) {
         const Node& mm = g.nodes[stage.anchor];
         const Shape& a = g.nodes[mm.args[0]].shape;
@@ -79,12 +67,19 @@ struct StageKinds {
       }
       const bool line = stage.kind == StageKind::scan || stage.kind == StageKind::arg_reduce;
       scan |= line;
-      if (row_stages > 1) split_r = split_items = 1;
       if (stage.kind == StageKind::reduce_rows) {
         const int axis = stage.reduce_axes.at(0);
-        max_row = std::max(max_row, stage.reduce_shape.at(axis).value);
+        const int64_t len = stage.reduce_shape.at(axis).value;
+        max_row = std::max(max_row, len);
         bool last = numel_value(Shape(stage.reduce_shape.begin() + axis + 1, stage.reduce_shape.end())) == 1;
         (last ? last_dim : other_dim) = true;
+        if (++row_stages == 1 && !last) {
+          const int64_t outputs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len);
+          const int64_t programs = outputs / 64 + 1;
+          while (split_r < 64 && programs * split_r < 264 && len / (split_r * 2) >= 256) split_r *= 2;
+          while (split_items < 128 && outputs * split_items < 131072 && len / (split_items * 2) >= 32)
+            split_items *= 2;
+        }
       } else if (line) {
         const Node& node = g.nodes[stage.anchor];
         const Shape& shape = g.nodes[node.args[0]].shape;
@@ -93,6 +88,7 @@ struct StageKinds {
         (last ? last_dim : other_dim) = true;
       }
     }
+    if (row_stages > 1) split_r = split_items = 1;  // split schedules are for an op's one row reduction
   }
 };
 
