@@ -1,20 +1,30 @@
 // c10d process groups behind worker/train/distributed.h. The only translation unit that
-// includes c10d's headers; built with gloo when CMake finds gloo's headers (Debian:
-// libgloo-dev; PyTorch wheels ship them), else every DataParallel says what is missing.
-// Test: scripts/test.sh build -R train_distributed_test.
+// includes c10d's headers: built with gloo when CMake finds gloo's headers (Debian:
+// libgloo-dev; PyTorch's own builds ship them), with NCCL when CMake's probe compiles and
+// links ProcessGroupNCCL against a CUDA libtorch and nccl.h (a PyTorch wheel's
+// nvidia-nccl package); a run asking for a backend the build lacks says what is missing.
+// Tests: scripts/test.sh build -R train_distributed (the NCCL one on a host with 2 GPUs).
 #include "worker/train/distributed.h"
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 
 #include "common/config.h"
 
-#ifdef KFORGE_WITH_GLOO
+#if defined(KFORGE_WITH_GLOO) || defined(KFORGE_WITH_NCCL)
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#ifdef KFORGE_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef KFORGE_WITH_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace kforge::train {
@@ -26,6 +36,9 @@ std::string DistributedConfig::validate() const {
     return "dist_store must be tcp://host:port or file:///path (got '" + store + "')";
   }
   if (timeout_s < 1) return "timeout_s must be >= 1";
+  if (!backend.empty() && backend != "gloo" && backend != "nccl")
+    return "dist_backend must be gloo or nccl (got '" + backend + "')";
+  if (local_rank < 0) return "local_rank must be >= 0";
   return "";
 }
 
@@ -38,8 +51,34 @@ DistributedConfig DistributedConfig::from_env() {
     config.store = "tcp://" + env_or("MASTER_ADDR", "") + ":" + env_or("MASTER_PORT", "29500");
   }
   config.iface = env_or("KFORGE_DIST_IFACE", "");
+  config.backend = env_or("KFORGE_DIST_BACKEND", "");
+  config.local_rank = std::stoi(env_or("KFORGE_LOCAL_RANK", env_or("LOCAL_RANK", std::to_string(config.rank))));
   return config;
 }
+
+std::string DistributedConfig::backend_for(const std::string& device) const {
+  if (!backend.empty()) return backend;
+  auto have = distributed_backends();
+  bool cuda = device.rfind("cuda", 0) == 0;
+  return cuda && std::find(have.begin(), have.end(), "nccl") != have.end() ? "nccl" : "gloo";
+}
+
+std::string DistributedConfig::rank_device(const std::string& device) const {
+  return enabled() && device == "cuda" ? "cuda:" + std::to_string(local_rank) : device;
+}
+
+std::vector<std::string> distributed_backends() {
+  std::vector<std::string> backends;
+#ifdef KFORGE_WITH_GLOO
+  backends.push_back("gloo");
+#endif
+#ifdef KFORGE_WITH_NCCL
+  backends.push_back("nccl");
+#endif
+  return backends;
+}
+
+bool distributed_available() { return !distributed_backends().empty(); }
 
 std::pair<size_t, size_t> shard_range(size_t count, int rank, int world_size) {
   size_t base = count / world_size, extra = count % world_size;
@@ -48,25 +87,24 @@ std::pair<size_t, size_t> shard_range(size_t count, int rank, int world_size) {
   return {first, first + base + (r < extra ? 1 : 0)};
 }
 
-#ifdef KFORGE_WITH_GLOO
-
-bool distributed_available() { return true; }
-
+// The collectives a backend runs, on tensors of `device` (the CPU for gloo, this rank's GPU
+// for nccl): the callers move their tensors there and back.
 struct DataParallel::Impl {
   DistributedConfig config;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
-
-  void allreduce(at::Tensor& tensor) {
-    std::vector<at::Tensor> tensors{tensor};
-    group->allreduce(tensors)->wait();
-  }
+  std::string backend;
+  at::Device device = at::kCPU;
+  std::function<void(std::vector<at::Tensor>&)> allreduce;  // in-place sum
+  std::function<void(std::vector<at::Tensor>&)> broadcast;  // in place, from rank 0
 };
 
-DataParallel::DataParallel(const DistributedConfig& config) : impl_(new Impl{config, {}}) {
-  if (auto error = config.validate(); !error.empty()) throw std::runtime_error("distributed: " + error);
+namespace {
+
+#if defined(KFORGE_WITH_GLOO) || defined(KFORGE_WITH_NCCL)
+// The rendezvous store of `config`; `host` gets the TCP store's host ("127.0.0.1" for a file).
+c10::intrusive_ptr<c10d::Store> make_store(const DistributedConfig& config, std::string& host) {
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s) * 1000);
   c10::intrusive_ptr<c10d::Store> store;
-  std::string host = "127.0.0.1";
+  host = "127.0.0.1";
   if (config.store.rfind("file://", 0) == 0) {
     store = c10::make_intrusive<c10d::FileStore>(config.store.substr(7), config.world_size);
   } else {
@@ -83,6 +121,49 @@ DataParallel::DataParallel(const DistributedConfig& config) : impl_(new Impl{con
     store = c10::make_intrusive<c10d::TCPStore>(host, options);
   }
   store->setTimeout(timeout);
+  return store;
+}
+
+using Collective = std::function<void(std::vector<at::Tensor>&)>;
+
+// Binds a process group's all-reduce and broadcast (the group lives as long as they do).
+template <typename Group>
+void bind_collectives(c10::intrusive_ptr<Group> group, Collective& allreduce, Collective& broadcast) {
+  allreduce = [group](std::vector<at::Tensor>& tensors) { group->allreduce(tensors)->wait(); };
+  broadcast = [group](std::vector<at::Tensor>& tensors) { group->broadcast(tensors)->wait(); };
+}
+#endif
+
+}  // namespace
+
+DataParallel::DataParallel(const DistributedConfig& config, const std::string& backend)
+    : impl_(new Impl{config, backend}) {
+  if (auto error = config.validate(); !error.empty()) throw std::runtime_error("distributed: " + error);
+  auto have = distributed_backends();
+  if (std::find(have.begin(), have.end(), backend) == have.end()) {
+    std::string built = have.empty() ? "none" : have.front() + (have.size() > 1 ? ", " + have.back() : "");
+    throw std::runtime_error("distributed: this build has no c10d " + backend + " process group (it has: " + built +
+                             "); gloo needs gloo's headers (libgloo-dev on Debian), nccl a CUDA libtorch and nccl.h "
+                             "(docs/training.md \"Data-parallel training\")");
+  }
+#if defined(KFORGE_WITH_GLOO) || defined(KFORGE_WITH_NCCL)
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s) * 1000);
+  std::string host;
+  auto store = make_store(config, host);
+#endif
+#ifdef KFORGE_WITH_NCCL
+  if (backend == "nccl") {
+    // One GPU per rank: this process's current device, where every collective's tensors live.
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(config.local_rank));
+    impl_->device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(config.local_rank));
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    bind_collectives(c10::make_intrusive<c10d::ProcessGroupNCCL>(store, config.rank, config.world_size, options),
+                     impl_->allreduce, impl_->broadcast);
+    return;
+  }
+#endif
+#ifdef KFORGE_WITH_GLOO
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // Each rank binds an address its peers can reach: a named interface, loopback when the
   // store is local (one host), else the address this host's name resolves to.
@@ -94,7 +175,9 @@ DataParallel::DataParallel(const DistributedConfig& config) : impl_(new Impl{con
   } else {
     options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
-  impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options);
+  bind_collectives(c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options),
+                   impl_->allreduce, impl_->broadcast);
+#endif
 }
 
 void DataParallel::allreduce_grads(const std::vector<at::Tensor>& parameters) {
@@ -103,12 +186,12 @@ void DataParallel::allreduce_grads(const std::vector<at::Tensor>& parameters) {
     at::Tensor grad = param.grad();
     pieces.push_back(grad.defined() ? grad.detach().reshape(-1) : at::zeros({param.numel()}, param.options()));
   }
-  // One flat buffer on the CPU: one collective per step, not one per parameter.
-  at::Tensor flat = at::cat(pieces).to(at::kCPU);
+  // One flat buffer on the backend's device: one collective per step, not one per parameter.
+  std::vector<at::Tensor> flat{at::cat(pieces).to(impl_->device)};
   impl_->allreduce(flat);
   int64_t offset = 0;
   for (const auto& param : parameters) {
-    at::Tensor summed = flat.narrow(0, offset, param.numel()).view(param.sizes()).to(param.device());
+    at::Tensor summed = flat[0].narrow(0, offset, param.numel()).view(param.sizes()).to(param.device());
     offset += param.numel();
     at::Tensor grad = param.grad();
     if (grad.defined()) {
@@ -120,42 +203,24 @@ void DataParallel::allreduce_grads(const std::vector<at::Tensor>& parameters) {
 }
 
 std::vector<double> DataParallel::allreduce_sum(const std::vector<double>& values) {
-  at::Tensor tensor = at::tensor(values, at::TensorOptions().dtype(at::kDouble));
-  impl_->allreduce(tensor);
-  return {tensor.data_ptr<double>(), tensor.data_ptr<double>() + tensor.numel()};
+  std::vector<at::Tensor> tensors{at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(impl_->device)};
+  impl_->allreduce(tensors);
+  at::Tensor sums = tensors[0].to(at::kCPU);
+  return {sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel()};
 }
 
 void DataParallel::broadcast_parameters(const std::vector<at::Tensor>& parameters) {
   c10::NoGradGuard no_grad;
   for (const auto& param : parameters) {
-    std::vector<at::Tensor> tensors{param.detach().to(at::kCPU).contiguous()};
-    impl_->group->broadcast(tensors)->wait();
+    std::vector<at::Tensor> tensors{param.detach().to(impl_->device).contiguous()};
+    impl_->broadcast(tensors);
     param.detach().copy_(tensors[0]);
   }
 }
 
-#else
-
-bool distributed_available() { return false; }
-
-struct DataParallel::Impl {
-  DistributedConfig config;
-};
-
-DataParallel::DataParallel(const DistributedConfig& config) : impl_(new Impl{config}) {
-  throw std::runtime_error(
-      "distributed: this build has no c10d gloo process group (CMake found no gloo headers: install libgloo-dev "
-      "on Debian, or build against PyTorch's libtorch)");
-}
-
-void DataParallel::allreduce_grads(const std::vector<at::Tensor>&) {}
-std::vector<double> DataParallel::allreduce_sum(const std::vector<double>& values) { return values; }
-void DataParallel::broadcast_parameters(const std::vector<at::Tensor>&) {}
-
-#endif
-
 DataParallel::~DataParallel() = default;
 int DataParallel::rank() const { return impl_->config.rank; }
 int DataParallel::world_size() const { return impl_->config.world_size; }
+const std::string& DataParallel::backend() const { return impl_->backend; }
 
 }  // namespace kforge::train

@@ -1,7 +1,8 @@
 // Data-parallel training over libtorch's distributed process groups (c10d): processes
 // meet through a TCPStore or FileStore, then gradients and metrics are all-reduced
-// with gloo (CPU tensors, or CUDA tensors through host copies). Docs: docs/training.md
-// "Data-parallel training". Test: scripts/test.sh build -R train_distributed_test.
+// with gloo (CPU tensors, or CUDA tensors through host copies) or NCCL (CUDA tensors in
+// place, one GPU per rank). Docs: docs/training.md "Data-parallel training".
+// Tests: scripts/test.sh build -R train_distributed (the NCCL one on a host with 2 GPUs).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -21,32 +22,50 @@ struct DistributedConfig {
   //! "file:///path" (a file every process can reach, e.g. on a shared file system).
   std::string store;
   std::string iface;   //!< network interface gloo binds (KFORGE_DIST_IFACE); empty: by hostname, loopback for a local store
+  //! "gloo", "nccl", or empty: nccl when training on CUDA and this build has it, else gloo
+  //! (KFORGE_DIST_BACKEND).
+  std::string backend;
+  //! This process's GPU on its host for nccl and --device cuda (KFORGE_LOCAL_RANK, else
+  //! torchrun's LOCAL_RANK, else rank).
+  int local_rank = 0;
   int timeout_s = 300; //!< rendezvous and collective timeout
 
   bool enabled() const { return world_size > 1; }
   //! Empty when valid, else a message naming the bad field.
   std::string validate() const;
-  //! KFORGE_RANK, KFORGE_WORLD_SIZE, KFORGE_DIST_STORE, KFORGE_DIST_IFACE; torchrun's RANK,
-  //! WORLD_SIZE, MASTER_ADDR and MASTER_PORT when those are unset.
+  //! KFORGE_RANK, KFORGE_WORLD_SIZE, KFORGE_DIST_STORE, KFORGE_DIST_IFACE,
+  //! KFORGE_DIST_BACKEND, KFORGE_LOCAL_RANK; torchrun's RANK, WORLD_SIZE, LOCAL_RANK,
+  //! MASTER_ADDR and MASTER_PORT when those are unset.
   static DistributedConfig from_env();
+  //! The backend a run on `device` ("cpu", "cuda", "cuda:1") uses: `backend` when set,
+  //! else nccl for a CUDA device when this build has it, else gloo.
+  std::string backend_for(const std::string& device) const;
+  //! The device this rank trains on: a plain "cuda" becomes "cuda:<local_rank>" in a
+  //! data-parallel run (one GPU per process); anything else is kept.
+  std::string rank_device(const std::string& device) const;
 };
 
-//! True when this build can form a gloo process group (libtorch's c10d and gloo headers).
+//! The process-group backends this build has: "gloo" (libtorch's c10d with gloo's
+//! headers), "nccl" (a CUDA libtorch with ProcessGroupNCCL and nccl.h); may be empty.
+std::vector<std::string> distributed_backends();
+//! True when this build has any backend (distributed_backends() is not empty).
 bool distributed_available();
 
-//! A joined gloo process group. Collectives block until every rank calls them, in the
-//! same order, with tensors of the same shapes.
+//! A joined process group (gloo or nccl). Collectives block until every rank calls them,
+//! in the same order, with tensors of the same shapes.
 class DataParallel {
  public:
-  //! Rendezvous; throws std::runtime_error when the store or a peer cannot be reached in
-  //! time, or this build has no gloo (distributed_available()).
-  explicit DataParallel(const DistributedConfig& config);
+  //! Rendezvous with `backend` (DistributedConfig::backend_for); nccl binds this process to
+  //! cuda:<local_rank>. Throws std::runtime_error when the store or a peer cannot be reached
+  //! in time, or this build lacks the backend (distributed_backends()).
+  DataParallel(const DistributedConfig& config, const std::string& backend);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
   int rank() const;
   int world_size() const;
+  const std::string& backend() const;
   //! Sums the gradients of `parameters` over the processes in one flattened all-reduce
   //! (a parameter without a gradient contributes zeros and gets the sum).
   void allreduce_grads(const std::vector<at::Tensor>& parameters);

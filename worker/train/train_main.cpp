@@ -66,9 +66,12 @@ std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard
   return kept;
 }
 
-// An HF directory as a policy on --device, float32 weights, with --precision's autocast.
+// --device, or in a data-parallel run with --device cuda this rank's GPU (cuda:<local rank>).
+std::string train_device(const kforge::Flags& flags) { return DistributedConfig::from_env().rank_device(flags.get("device")); }
+
+// An HF directory as a policy on train_device(), float32 weights, with --precision's autocast.
 std::unique_ptr<ModelPolicy> load_policy(const kforge::Flags& flags, const std::string& dir, bool trainable = true) {
-  auto policy = ModelPolicy::from_dir(dir, {flags.get("device"), "float32"}, trainable);
+  auto policy = ModelPolicy::from_dir(dir, {train_device(flags), "float32"}, trainable);
   policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   return policy;
 }
@@ -126,23 +129,24 @@ int sft_command(const kforge::Flags& flags) {
       (index % 10 == 9 ? validation : train).push_back(pairs[pair_idx++]);
     }
   }
+  // Data parallel when KFORGE_WORLD_SIZE > 1 (docs/training.md "Data-parallel training"):
+  // the group first, so an nccl rank is bound to its GPU before the model is built there.
+  DistributedConfig dist = DistributedConfig::from_env();
+  std::unique_ptr<DataParallel> data_parallel;
+  if (dist.enabled()) data_parallel = std::make_unique<DataParallel>(dist, dist.backend_for(flags.get("device")));
   std::unique_ptr<ModelPolicy> policy;
   if (!flags.get("init").empty()) {
     policy = load_policy(flags, flags.get("init"));
   } else {
     std::vector<std::string> corpus;
     for (const auto& pair : pairs) corpus.push_back(pair.prompt + pair.completion);
-    TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, flags.get("device")};
+    TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, train_device(flags)};
     policy = bootstrap_tiny_model(corpus, tiny);
     policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   }
   SftConfig config = sft_config(args);
   config.out_dir = flags.get("out-dir");
   fs::create_directories(config.out_dir);
-  // Data parallel when KFORGE_WORLD_SIZE > 1 (docs/training.md "Data-parallel training").
-  DistributedConfig dist = DistributedConfig::from_env();
-  std::unique_ptr<DataParallel> data_parallel;
-  if (dist.enabled()) data_parallel = std::make_unique<DataParallel>(dist);
   config.data_parallel = data_parallel.get();
   SftTrainer trainer(*policy, train, validation, config);
   int resumed = trainer.resume();
@@ -159,7 +163,8 @@ int sft_command(const kforge::Flags& flags) {
   std::cout << Json{{"steps", result.steps}, {"resumed_from", result.resumed_from}, {"final_loss", result.final_loss},
                     {"val_loss", result.val_loss ? Json(*result.val_loss) : Json()}, {"train_pairs", train.size()},
                     {"validation_pairs", validation.size()}, {"skipped_long", result.skipped_long},
-                    {"checkpoint", result.checkpoint}, {"rank", dist.rank}, {"world_size", dist.world_size}}
+                    {"checkpoint", result.checkpoint}, {"rank", dist.rank}, {"world_size", dist.world_size},
+                    {"backend", data_parallel ? Json(data_parallel->backend()) : Json()}}
                    .dump()
             << "\n";
   return 0;
