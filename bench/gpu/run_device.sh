@@ -17,7 +17,7 @@
 #   kernelbench  bench/kernelbench/run.py --check on the carried checkout .cache/kernelbench
 #           (KB_TARGET, default triton; KB_LEVELS, default 1,2; KB_JOBS, default 6; KB_CHECK_FLAGS:
 #           kforge-worker check's flags, e.g. '--trials 2 --time-budget 0.5'; KB_ARGS: more run.py
-#           flags, e.g. --only 1,2,3); rows are
+#           flags, e.g. --only 1,2,3; KB_GPUS=N: N runs side by side, one per GPU); rows are
 #           written after every problem, so a call cut off keeps what it checked
 #   jaildiag  which jail layer hides NVIDIA's OpenCL platform from a jailed child: one check
 #           of an honest OpenCL kernel on the GPU per layer left out (KFORGE_SANDBOX_DISABLE)
@@ -36,10 +36,12 @@ export LD_LIBRARY_PATH=$deps/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_PG_BINDIR=$deps/lib/postgresql/15/bin
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
 # At most 8 files come back from a device call: everything but the summary goes into run.tgz.
+# A second invocation in the same call packs into run2.tgz, and so on: none overwrites another's.
 pack() {
-  local files
-  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|kernelbench.json|stages.log|run.tgz)$')
-  [ -n "$files" ] && (cd "$OUT" && tar czf run.tgz $files && rm -rf $files)
+  local files name=run.tgz n=1
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|kernelbench.json|stages.log|run[0-9]*.tgz)$')
+  while [ -e "$OUT/$name" ]; do n=$((n + 1)); name=run$n.tgz; done
+  [ -n "$files" ] && (cd "$OUT" && tar czf "$name" $files && rm -rf $files)
 }
 trap pack EXIT
 # A device call is killed at its time limit, and then nothing comes back: every stage runs
@@ -165,11 +167,29 @@ stage_harness() {
 }
 
 stage_kernelbench() {
-  bounded python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --check --target "${KB_TARGET:-triton}" \
-    --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
-    --out "$OUT/kernelbench.json" ${KB_CHECK_FLAGS:+--check-flags "$KB_CHECK_FLAGS"} ${KB_ARGS:-} > "$OUT/kernelbench.log" 2>&1
-  local rc=$?
-  log "kernelbench rc=$rc: $(tail -3 "$OUT/kernelbench.log" | tr '\n' ' ')"
+  # KB_GPUS=N (a host with N GPUs): N runs side by side, run I on GPU I (CUDA_VISIBLE_DEVICES)
+  # with every Nth problem (--shard I/N) and its own timing lock, combined into one file.
+  local gpus=${KB_GPUS:-1} i pids=() shards=""
+  for ((i = 0; i < gpus; i++)); do
+    local out="$OUT/kernelbench.json" log="$OUT/kernelbench.log" extra=()
+    if [ "$gpus" -gt 1 ]; then
+      out="$OUT/kernelbench.shard$i.json" log="$OUT/kernelbench.shard$i.log"
+      extra=(--shard "$i/$gpus" --timing-lock "var/gpu/timing.gpu$i.lock")
+      shards+="${shards:+,}$out"
+    fi
+    CUDA_VISIBLE_DEVICES=$( [ "$gpus" -gt 1 ] && echo "$i" || echo "${CUDA_VISIBLE_DEVICES:-}") \
+      bounded python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --check --target "${KB_TARGET:-triton}" \
+      --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
+      --out "$out" "${extra[@]}" ${KB_CHECK_FLAGS:+--check-flags "$KB_CHECK_FLAGS"} ${KB_ARGS:-} > "$log" 2>&1 &
+    pids+=($!)
+  done
+  local rc=0
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  if [ "$gpus" -gt 1 ]; then
+    python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --combine "$shards" --out "$OUT/kernelbench.json" \
+      >> "$OUT/kernelbench.log" 2>&1
+  fi
+  log "kernelbench rc=$rc on $gpus GPU(s): $(tail -3 "$OUT/kernelbench.log" | tr '\n' ' ')"
 }
 
 stage_jaildiag() {

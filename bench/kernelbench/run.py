@@ -329,6 +329,36 @@ def environment(args):
     return env
 
 
+def combine(paths, out):
+    """One results file from the files of --shard runs: every row once, levels re-summarized."""
+    results = []
+    for path in paths:
+        with open(path) as file:
+            results.append(json.load(file))
+    if not results:
+        sys.exit("run.py: --combine names no file")
+    rows = sorted((r for result in results for r in result["rows"]), key=lambda r: (r["level"], problem_number(r["problem"])))
+    seen = collections.Counter((r["level"], r["problem"]) for r in rows)
+    if any(count > 1 for count in seen.values()):
+        sys.exit(f"run.py: --combine: problems in several files: {sorted(k for k, c in seen.items() if c > 1)[:5]}")
+    first = results[0]
+    combined = {key: first[key] for key in ("target", "device", "checked", "environment") if key in first}
+    combined["command"] = " ; ".join(result["command"] for result in results)
+    combined["commands"] = [result["command"] for result in results]
+    combined["complete"] = all(result.get("complete") for result in results)
+    if "shapes" in first:
+        combined["shapes"] = first["shapes"]
+    checked = bool(first.get("checked"))
+    for level in sorted({r["level"] for r in rows}):
+        combined[f"level{level}"] = summarize([r for r in rows if r["level"] == level], checked)
+    combined["rows"] = rows
+    with open(out + ".tmp", "w") as file:
+        json.dump(combined, file, indent=1)
+    os.replace(out + ".tmp", out)
+    print(f"run.py: combined {len(rows)} rows of {len(paths)} files into {out}")
+    return 0
+
+
 def default_python():
     """This python when it can import torch (a GPU host's venv), else Debian's python3."""
     import importlib.util
@@ -361,6 +391,11 @@ def main(argv=None):
     parser.add_argument("--merge", action="store_true",
                         help="keep the rows already in --out and replace only the selected problems' rows")
     parser.add_argument("--jobs", type=int, default=1, help="problems imported (and checked) side by side")
+    parser.add_argument("--shard", default="", help="K/N: only every Nth selected problem from the Kth (0-based), so "
+                                                     "N runs (one per GPU, CUDA_VISIBLE_DEVICES) share a level")
+    parser.add_argument("--combine", default="",
+                        help="comma-separated results files of --shard runs: write their rows as one file to --out "
+                             "(nothing is imported or checked)")
     parser.add_argument("--python", default=default_python(),
                         help="a python with torch for the importer (default: this python if it has torch, "
                              "else /usr/bin/python3)")
@@ -382,6 +417,14 @@ def main(argv=None):
     if args.jobs > 1 and args.check and not args.timing_lock:
         args.timing_lock = os.path.join(args.work, "timing.lock")
 
+    if args.combine:
+        return combine([p for p in args.combine.split(",") if p], args.out)
+    shard_index, shard_count = 0, 1
+    if args.shard:
+        match = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+        if not match or not 0 <= int(match[1]) < int(match[2]):
+            parser.error(f"--shard must be K/N with 0 <= K < N, not {args.shard!r}")
+        shard_index, shard_count = int(match[1]), int(match[2])
     levels = [int(level) for level in args.levels.split(",") if level]
     wanted = [w for w in args.only.split(",") if w]
     work = []
@@ -393,6 +436,7 @@ def main(argv=None):
             if wanted and not any(w == str(problem_number(name)) or (not w.isdigit() and w in name) for w in wanted):
                 continue
             work.append((level, os.path.join(folder, name)))
+    work = work[shard_index::shard_count]
     for level in levels:
         os.makedirs(os.path.join(args.work, "ops", f"level{level}"), exist_ok=True)
 

@@ -352,6 +352,36 @@ TEST_F(ImportKernelBench, BenchRunnerTalliesALevel) {
   EXPECT_EQ(second["level1"]["imported"], 4);
   for (size_t idx = 0; idx < second["rows"].size(); ++idx)
     EXPECT_EQ(second["rows"][idx]["import_s"], result["rows"][idx]["import_s"]) << "import redone: " << idx;
+
+  // --shard K/N splits the level between runs (one per GPU); --combine makes one file of
+  // theirs with the unsharded run's rows and tallies.
+  std::string shard_files;
+  for (int shard = 0; shard < 2; ++shard) {
+    std::vector<std::string> sharded = cmd;
+    fs::path out = root / ("shard" + std::to_string(shard) + ".json");
+    sharded.back() = out.string();
+    sharded.insert(sharded.end(), {"--shard", std::to_string(shard) + "/2"});
+    auto [shard_status, shard_out] = kforge::run_command(sharded);
+    ASSERT_EQ(shard_status, 0) << shard_out;
+    std::ifstream shard_in(out);
+    EXPECT_EQ(json::parse(shard_in)["rows"].size(), 3u) << "every second problem";
+    shard_files += (shard ? "," : "") + out.string();
+  }
+  auto [combine_status, combine_out] = kforge::run_command(
+      {python_with_torch(), std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py", "--kernelbench",
+       root.string(), "--combine", shard_files, "--out", (root / "combined.json").string()});
+  ASSERT_EQ(combine_status, 0) << combine_out;
+  std::ifstream combined_in(root / "combined.json");
+  json combined = json::parse(combined_in);
+  EXPECT_EQ(combined["level1"], second["level1"]) << combined["level1"].dump(1);
+  ASSERT_EQ(combined["rows"].size(), second["rows"].size());
+  for (size_t idx = 0; idx < second["rows"].size(); ++idx)
+    EXPECT_EQ(combined["rows"][idx]["problem"], second["rows"][idx]["problem"]) << "in problem order: " << idx;
+  auto [bad_status, bad_out] = kforge::run_command(
+      {python_with_torch(), std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py", "--kernelbench",
+       root.string(), "--levels", "1", "--shard", "2/2", "--out", (root / "bad.json").string()});
+  EXPECT_NE(bad_status, 0);
+  EXPECT_NE(bad_out.find("--shard must be K/N with 0 <= K < N, not '2/2'"), std::string::npos) << bad_out;
   fs::remove_all(root);
 }
 

@@ -7,6 +7,7 @@
 #include "worker/train/distributed.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
