@@ -65,6 +65,11 @@ struct Schedule {
   //! slices (grid axis 1), partials to a scratch, a second kernel reducing them and applying
   //! the epilogue: for few outputs over a long reduction (amax over dim 0 of 4096 x 2048)
   int split_r = 1;
+  //! opencl / cuda line kernels (scan, argmax / argmin) along the last dim: 1 = a work-group
+  //! of work_group items per line, reading it in coalesced chunks and combining in local
+  //! memory; 0 = a work-item per line (whose reads of a contiguous line are strided across
+  //! the work-items)
+  int line_group = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

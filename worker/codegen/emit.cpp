@@ -192,6 +192,7 @@ std::string Schedule::label() const {
   if (dot_x3 != defaults.dot_x3) s += ".x3";
   if (split_k != defaults.split_k) s += ".sk" + std::to_string(split_k);
   if (split_r != defaults.split_r) s += ".sr" + std::to_string(split_r);
+  if (line_group != defaults.line_group) s += ".lg";
   return s;
 }
 

@@ -1,6 +1,7 @@
 // Pointwise stages (one work-item per output element, grid-strided or floatN) and the
-// line kernels (scan, arg_reduce: one work-item per line along one dim), behind
-// emit_program.h. Test: ctest -R codegen.
+// line kernels (scan, arg_reduce: one work-item per line along one dim, or with
+// Schedule::line_group a work-group per line along the last dim), behind emit_program.h.
+// Test: ctest -R codegen.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -41,6 +42,28 @@ std::string line_start(Kernel& k, const Shape& shape, int axis, int work_group, 
     body << "  const int base = (gid / " << inner << ") * " << len << " * " << inner << " + gid % " << inner << ";\n";
   }
   step = inner == "1" ? "r" : "r * " + inner;
+  return body.str();
+}
+
+// A work-group of `work_group` items per line along the last dim of `shape` (Schedule::
+// line_group): the items read the line in coalesced chunks. Returns the lines that compute
+// `base` and `lid`, sets `len`; sets `err` when `axis` is not the last dim (its lines are
+// strided: one work-item per line reads them coalesced already).
+std::string line_group_start(Kernel& k, const Shape& shape, int axis, int work_group, const Dialect& d,
+                             std::string& len, std::string& err) {
+  if (numel_value(Shape(shape.begin() + axis + 1, shape.end())) != 1) {
+    err = "line_group needs a line along the last dim";
+    return "";
+  }
+  Shape line_dims(shape.begin(), shape.begin() + axis);
+  len = k.dim(shape[axis]);
+  k.grid = line_dims.empty() ? "1" : numel_expr(line_dims);
+  k.block = std::to_string(work_group);
+  k.attributes = d.work_group_attribute(work_group, 1);
+  std::ostringstream body;
+  body << "  // one work-group per line of " << len << " elements, read in coalesced chunks of " << work_group << "\n";
+  body << "  const int lid = " << d.local_id(0) << ";\n";
+  body << "  const int base = " << d.group_id(0) << " * " << len << ";\n";
   return body.str();
 }
 
@@ -99,8 +122,34 @@ std::string ProgramEmitter::scan(const Stage& stage, const std::string& name, st
   const std::string src = k.buffer(buffer_name(node.args[0]));
   std::string len, step;
   std::ostringstream body;
-  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, d_, len, step);
   const bool prod = node.op == "prod";
+  if (s_.line_group) {
+    // Per chunk: a Hillis-Steele scan in local memory (log2(wg) steps), plus the carry of
+    // the chunks before it.
+    const int wg = s_.work_group;
+    const std::string identity = prod ? "1.0f" : "0.0f", op = prod ? " * " : " + ";
+    body << line_group_start(k, node.shape, node.axes.at(0), wg, d_, len, err);
+    if (!err.empty()) return "";
+    body << "  " << d_.shared() << " float part[" << wg << "];\n";
+    body << "  float carry = " << identity << ";\n";
+    body << "  for (int c0 = 0; c0 < " << len << "; c0 += " << wg << ") {\n";
+    body << "    const int r = c0 + lid;\n";
+    body << "    part[lid] = r < " << len << " ? " << src << "[base + r] : " << identity << ";\n";
+    body << "    " << d_.barrier() << ";\n";
+    body << "    for (int off = 1; off < " << wg << "; off <<= 1) {\n";
+    body << "      const float t = lid >= off ? part[lid - off] : " << identity << ";\n";
+    body << "      " << d_.barrier() << ";\n";
+    body << "      part[lid] = part[lid]" << op << "t;\n";
+    body << "      " << d_.barrier() << ";\n";
+    body << "    }\n";
+    body << "    if (r < " << len << ") " << k.output_buffer << "[base + r] = carry" << op << "part[lid];\n";
+    body << "    carry = carry" << op << "part[" << wg - 1 << "];\n";
+    body << "    " << d_.barrier() << ";  // every item has read part before the next chunk overwrites it\n";
+    body << "  }\n";
+    k.body = body.str();
+    return k.render();
+  }
+  body << line_start(k, node.shape, node.axes.at(0), s_.work_group, d_, len, step);
   body << "  float acc = " << (prod ? "1.0f" : "0.0f") << ";\n";
   if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";
   body << "  for (int r = 0; r < " << len << "; ++r) {\n";
@@ -124,8 +173,45 @@ std::string ProgramEmitter::arg_reduce(const Stage& stage, const std::string& na
   const std::string src = k.buffer(buffer_name(node.args[0]));
   std::string len, step;
   std::ostringstream body;
-  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, d_, len, step);
   const std::string better = node.op == "argmax" ? ">" : "<";
+  if (s_.line_group) {
+    // Each item keeps the first extreme of its strided elements (index len: none yet), then
+    // a tree in local memory keeps the better pair, the earlier index among equals.
+    const int wg = s_.work_group;
+    body << line_group_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), wg, d_, len, err);
+    if (!err.empty()) return "";
+    body << "  " << d_.shared() << " float best_v[" << wg << "];\n";
+    body << "  " << d_.shared() << " int best_i[" << wg << "];\n";
+    body << "  float best = 0.0f;\n";
+    body << "  int best_idx = " << len << ";\n";
+    body << "  for (int r = lid; r < " << len << "; r += " << wg << ") {\n";
+    body << "    const float v = " << src << "[base + r];\n";
+    body << "    if (best_idx == " << len << " || v " << better << " best || (isnan(v) && !isnan(best))) {\n";
+    body << "      best = v;\n";
+    body << "      best_idx = r;\n";
+    body << "    }\n";
+    body << "  }\n";
+    body << "  best_v[lid] = best;\n";
+    body << "  best_i[lid] = best_idx;\n";
+    body << "  " << d_.barrier() << ";\n";
+    body << "  for (int width = " << wg / 2 << "; width > 0; width >>= 1) {\n";
+    body << "    if (lid < width) {\n";
+    body << "      const float v = best_v[lid + width], b = best_v[lid];\n";
+    body << "      const int i = best_i[lid + width], bi = best_i[lid];\n";
+    body << "      const int take = i < " << len << " && (bi == " << len << " || (isnan(v) ? (!isnan(b) || i < bi)\n";
+    body << "                     : (!isnan(b) && (v " << better << " b || (v == b && i < bi)))));\n";
+    body << "      if (take) {\n";
+    body << "        best_v[lid] = v;\n";
+    body << "        best_i[lid] = i;\n";
+    body << "      }\n";
+    body << "    }\n";
+    body << "    " << d_.barrier() << ";\n";
+    body << "  }\n";
+    body << "  if (lid == 0) " << k.output_buffer << "[" << d_.group_id(0) << "] = best_i[0];\n";
+    k.body = body.str();
+    return k.render();
+  }
+  body << line_start(k, g_.nodes[node.args[0]].shape, node.axes.at(0), s_.work_group, d_, len, step);
   body << "  float best = " << src << "[base];\n";
   body << "  int best_idx = 0;\n";
   if (s_.unroll > 1) body << "  #pragma unroll " << s_.unroll << "\n";

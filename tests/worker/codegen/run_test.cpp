@@ -178,3 +178,39 @@ TEST(CodegenRun, SplitReductionsOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
         << name << " " << cuda.front().label() << ": " << result.message << "\n" << gen.program;
   }
 }
+
+// The cuda space's line_group schedules (a work-group per line along the last dim: chunked
+// Hillis-Steele scans with a carry, argmax / argmin pairs combined in a local-memory tree)
+// share their emitter with OpenCL: every such schedule, in its OpenCL form, on PoCL, on odd
+// shapes (lines not a multiple of the work-group, lines shorter than it), and argmax / argmin
+// also on small integers (ties everywhere: the first index must win, as in torch).
+TEST(CodegenRun, LineGroupSchedulesOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
+  std::vector<std::pair<std::string, spec::OpSpec>> ops;
+  for (const char* name : {"argmax_last", "argmin_last", "cumsum_last"})
+    ops.emplace_back(name, on_odd_shapes(kforge::testing::suite_op(name)));
+  for (const char* name : {"cumprod_last", "masked_cumsum", "cumsum_exclusive"})
+    ops.emplace_back(name, kforge::testing::kernelbench_op(name));
+  for (const char* name : {"argmax_last", "argmin_last"}) {
+    spec::OpSpec ties = on_odd_shapes(kforge::testing::suite_op(name));
+    ties.inputs.at(0).dist = {spec::DistKind::randint, 0, 4};
+    ops.emplace_back(std::string(name) + " (ties)", ties);
+  }
+  for (const auto& [name, spec] : ops) {
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    int checked = 0;
+    for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::cuda)) {
+      if (!schedule.line_group) continue;
+      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::opencl);
+      ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+      std::string error;
+      auto checker = harness::Checker::create(spec, untimed_options(), error);
+      ASSERT_TRUE(checker) << name << ": " << error;
+      auto result = checker->check(gen.program);
+      EXPECT_EQ(result.outcome, harness::Outcome::correct)
+          << name << " " << schedule.label() << ": " << result.message << "\n" << gen.program;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 2) << name << ": the cuda space should hold two line_group schedules (work-groups 256, 1024)";
+  }
+}
