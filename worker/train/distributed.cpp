@@ -1,7 +1,7 @@
 // c10d process groups behind worker/train/distributed.h. The only translation unit that
 // includes c10d's headers: built with gloo when CMake finds gloo's headers (Debian:
 // libgloo-dev; PyTorch's own builds ship them), with NCCL when CMake's probe compiles and
-// links ProcessGroupNCCL against a CUDA libtorch and nccl.h (a PyTorch wheel's
+// links ProcessGroupNCCL against a CUDA libtorch and NCCL's header (a PyTorch wheel's
 // nvidia-nccl package); a run asking for a backend the build lacks says what is missing.
 // Tests: scripts/test.sh build -R train_distributed (the NCCL one on a host with 2 GPUs).
 #include "worker/train/distributed.h"
