@@ -96,6 +96,7 @@ struct DataParallel::Impl {
   at::Device device = at::kCPU;
   std::function<void(std::vector<at::Tensor>&)> allreduce;  // in-place sum
   std::function<void(std::vector<at::Tensor>&)> broadcast;  // in place, from rank 0
+  std::function<void()> shutdown;                           // nccl: ends the communicators at exit
 };
 
 namespace {
@@ -159,8 +160,10 @@ DataParallel::DataParallel(const DistributedConfig& config, const std::string& b
     impl_->device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(config.local_rank));
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
-    bind_collectives(c10::make_intrusive<c10d::ProcessGroupNCCL>(store, config.rank, config.world_size, options),
-                     impl_->allreduce, impl_->broadcast);
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, config.rank, config.world_size, options);
+    bind_collectives(group, impl_->allreduce, impl_->broadcast);
+    // A ProcessGroupNCCL destroyed without shutdown() warns, and its watchdog can outlive main.
+    impl_->shutdown = [group] { group->shutdown(); };
     return;
   }
 #endif
@@ -219,7 +222,14 @@ void DataParallel::broadcast_parameters(const std::vector<at::Tensor>& parameter
   }
 }
 
-DataParallel::~DataParallel() = default;
+DataParallel::~DataParallel() {
+  if (impl_ && impl_->shutdown) {
+    try {
+      impl_->shutdown();
+    } catch (const std::exception&) {  // a destructor never throws; the process is ending anyway
+    }
+  }
+}
 int DataParallel::rank() const { return impl_->config.rank; }
 int DataParallel::world_size() const { return impl_->config.world_size; }
 const std::string& DataParallel::backend() const { return impl_->backend; }
