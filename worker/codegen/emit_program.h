@@ -171,7 +171,8 @@ class ProgramEmitter : public StageBuffers {
   std::string matmul(const Stage& stage, const std::string& name, std::string& err);
   MatmulOperands matmul_operands(const Node& mm, Kernel& k);
   std::string tiled_epilogue(const Stage& stage, Kernel& k, const std::string& M, const std::string& N,
-                             std::string& out_idx, std::string& result);
+                             std::string& out_idx, std::string& result, const std::string& acc = "acc[wr]");
+  std::string matvec_rows(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter register_epilogue(int width, const Stage& stage, Kernel& k, int* counter, std::string& err);
   std::string registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops, const RegisterBlock& blk,

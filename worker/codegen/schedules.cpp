@@ -21,6 +21,7 @@ struct StageKinds {
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   int64_t max_last_line = 0;  // longest line of a scan or arg reduction along the last dim
+  bool matvec = false;        // an unbatched matmul with one output column (torch.mv, A @ [K, 1])
   // Triton split-K for the matmul stage with the fewest 64x16-or-larger output tiles, when
   // its K is long: slices of K (a power of two) enough for about two programs per SM of a
   // 132-SM GPU, each slice at least 2048 long. 1: none.
@@ -44,6 +45,7 @@ struct StageKinds {
         const Shape& b = g.nodes[mm.args[1]].shape;
         const int64_t m = a[a.size() - 2].value, k = a.back().value, n = b.size() == 1 ? 1 : b.back().value;
         const int64_t batch = a.size() == 3 ? a[0].value : 1;
+        matvec |= n == 1 && batch == 1 && a.size() == 2;
         const int bn = n < 16 ? 16 : 64;
         const int64_t tiles = batch * ((m + 63) / 64) * ((n + bn - 1) / bn);
         int split = 1;
@@ -199,6 +201,19 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
       }
       candidates.insert(candidates.end(), variants.begin(), variants.end());
     }
+  // A matrix-vector product: a work-group per output row first (emit_matmul.cpp's
+  // matvec_rows), where a tile computes one useful column of 16-64.
+  if (kinds.matvec && !candidates.empty()) {
+    std::vector<Schedule> rows;
+    for (int wg : {256, 1024}) {
+      Schedule s = candidates.front();
+      s.work_group = wg;
+      s.unroll = 4;
+      s.line_group = 1;
+      rows.push_back(s);
+    }
+    candidates.insert(candidates.begin(), rows.begin(), rows.end());
+  }
   return candidates;
 }
 

@@ -180,10 +180,11 @@ TEST(CodegenRun, SplitReductionsOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
 }
 
 // The cuda space's line_group schedules (a work-group per line along the last dim: chunked
-// Hillis-Steele scans with a carry, argmax / argmin pairs combined in a local-memory tree)
-// share their emitter with OpenCL: every such schedule, in its OpenCL form, on PoCL, on odd
-// shapes (lines not a multiple of the work-group, lines shorter than it), and argmax / argmin
-// also on small integers (ties everywhere: the first index must win, as in torch).
+// Hillis-Steele scans with a carry, argmax / argmin pairs combined in a local-memory tree; a
+// work-group per output row of a matrix-vector product) share their emitter with OpenCL:
+// every such schedule, in its OpenCL form, on PoCL, on odd shapes (lines not a multiple of
+// the work-group, lines shorter than it), and argmax / argmin also on small integers (ties
+// everywhere: the first index must win, as in torch).
 TEST(CodegenRun, LineGroupSchedulesOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
   std::vector<std::pair<std::string, spec::OpSpec>> ops;
   for (const char* name : {"argmax_last", "argmin_last", "cumsum_last"})
@@ -195,6 +196,14 @@ TEST(CodegenRun, LineGroupSchedulesOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
     ties.inputs.at(0).dist = {spec::DistKind::randint, 0, 4};
     ops.emplace_back(std::string(name) + " (ties)", ties);
   }
+  // Matrix-vector products: a work-group per output row (with an epilogue on an [M, 1] result).
+  ops.emplace_back("matvec", on_odd_shapes(kforge::testing::suite_op("matvec")));
+  spec::OpSpec column = on_odd_shapes(kforge::testing::suite_op("matvec"));
+  column.name = "matmul_column_relu";
+  column.source = "def forward(x: Tensor, v: Tensor) -> Tensor:\n    return torch.relu(x @ v) * 2.0\n";
+  column.inputs.at(1).shape = {column.inputs.at(0).shape.at(1), 1};
+  column.extra_shapes.clear();
+  ops.emplace_back("matmul_column_relu", column);
   for (const auto& [name, spec] : ops) {
     auto analysis = codegen::analyze(spec);
     ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
