@@ -47,6 +47,13 @@ trap pack EXIT
 # A device call is killed at its time limit, and then nothing comes back: every stage runs
 # under what is left of BUDGET_S (default 540 s), so the summary and the archive always do.
 deadline=$((SECONDS + ${BUDGET_S:-540}))
+# CALL_END (epoch seconds, e.g. `export CALL_END=$(( $(date +%s) + 570 ))` first thing in the
+# call): every invocation of the call also ends by then, so budgets that add up to more than
+# the call's limit cannot get the call killed (and its files lost) as happened on 2026-11-28.
+if [ -n "${CALL_END:-}" ]; then
+  left=$((CALL_END - $(date +%s)))
+  [ $((SECONDS + left)) -lt $deadline ] && deadline=$((SECONDS + left))
+fi
 bounded() {
   local left=$((deadline - SECONDS - 25))
   [ $left -gt 10 ] || { log "no time left for: $*"; return 124; }
