@@ -26,6 +26,20 @@ harness::CheckOptions untimed_options() {
   return options;
 }
 
+// A cuda-space schedule emitted for OpenCL (the emitter both targets share) and checked
+// with the Checker on PoCL: correct, or the message and the program.
+void expect_correct_in_opencl_form(const std::string& name, const spec::OpSpec& spec,
+                                   const codegen::Analysis& analysis, const codegen::Schedule& schedule) {
+  auto gen = codegen::emit_program(analysis, schedule, codegen::Target::opencl);
+  ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
+  std::string error;
+  auto checker = harness::Checker::create(spec, untimed_options(), error);
+  ASSERT_TRUE(checker) << name << ": " << error;
+  auto result = checker->check(gen.program);
+  EXPECT_EQ(result.outcome, harness::Outcome::correct)
+      << name << " " << schedule.label() << ": " << result.message << "\n" << gen.program;
+}
+
 }  // namespace
 
 TEST(CodegenRun, CheckerRejectsABrokenTeacherKernel) {
@@ -168,14 +182,7 @@ TEST(CodegenRun, SplitReductionsOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
     const auto cuda = codegen::schedule_space(analysis, codegen::Target::cuda);
     ASSERT_FALSE(cuda.empty()) << name;
     ASSERT_GT(cuda.front().split_r, 1) << name << " " << cuda.front().label();
-    auto gen = codegen::emit_program(analysis, cuda.front(), codegen::Target::opencl);
-    ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
-    std::string error;
-    auto checker = harness::Checker::create(spec, untimed_options(), error);
-    ASSERT_TRUE(checker) << name << ": " << error;
-    auto result = checker->check(gen.program);
-    EXPECT_EQ(result.outcome, harness::Outcome::correct)
-        << name << " " << cuda.front().label() << ": " << result.message << "\n" << gen.program;
+    expect_correct_in_opencl_form(name, spec, analysis, cuda.front());
   }
 }
 
@@ -210,14 +217,7 @@ TEST(CodegenRun, LineGroupSchedulesOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
     int checked = 0;
     for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::cuda)) {
       if (!schedule.line_group) continue;
-      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::opencl);
-      ASSERT_TRUE(gen.ok()) << name << ": " << gen.unsupported;
-      std::string error;
-      auto checker = harness::Checker::create(spec, untimed_options(), error);
-      ASSERT_TRUE(checker) << name << ": " << error;
-      auto result = checker->check(gen.program);
-      EXPECT_EQ(result.outcome, harness::Outcome::correct)
-          << name << " " << schedule.label() << ": " << result.message << "\n" << gen.program;
+      expect_correct_in_opencl_form(name, spec, analysis, schedule);
       ++checked;
     }
     EXPECT_EQ(checked, 2) << name << ": the cuda space should hold two line_group schedules (work-groups 256, 1024)";
