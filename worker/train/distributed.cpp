@@ -138,8 +138,9 @@ void bind_collectives(c10::intrusive_ptr<Group> group, Collective& allreduce, Co
 
 }  // namespace
 
-DataParallel::DataParallel(const DistributedConfig& config, const std::string& backend)
-    : impl_(new Impl{config, backend}) {
+DataParallel::DataParallel(const DistributedConfig& config, const std::string& backend) : impl_(new Impl) {
+  impl_->config = config;
+  impl_->backend = backend;
   if (auto error = config.validate(); !error.empty()) throw std::runtime_error("distributed: " + error);
   auto have = distributed_backends();
   if (std::find(have.begin(), have.end(), backend) == have.end()) {
