@@ -184,10 +184,13 @@ stage_kernelbench() {
       extra=(--shard "$i/$gpus" --timing-lock "var/gpu/timing.gpu$i.lock")
       shards+="${shards:+,}$out"
     fi
-    CUDA_VISIBLE_DEVICES=$( [ "$gpus" -gt 1 ] && echo "$i" || echo "${CUDA_VISIBLE_DEVICES:-}") \
+    # One GPU per shard; a single run keeps the caller's CUDA_VISIBLE_DEVICES (unset: every GPU).
+    (
+      [ "$gpus" -gt 1 ] && export CUDA_VISIBLE_DEVICES=$i
       bounded python3 bench/kernelbench/run.py --kernelbench .cache/kernelbench --check --target "${KB_TARGET:-triton}" \
-      --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
-      --out "$out" "${extra[@]}" ${KB_CHECK_FLAGS:+--check-flags "$KB_CHECK_FLAGS"} ${KB_ARGS:-} > "$log" 2>&1 &
+        --levels "${KB_LEVELS:-1,2}" --bin build-gpu/bin --jobs "${KB_JOBS:-6}" --python "$KFORGE_PYTHON" \
+        --out "$out" "${extra[@]}" ${KB_CHECK_FLAGS:+--check-flags "$KB_CHECK_FLAGS"} ${KB_ARGS:-} > "$log" 2>&1
+    ) &
     pids+=($!)
   done
   local rc=0
