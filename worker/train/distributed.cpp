@@ -59,9 +59,7 @@ DistributedConfig DistributedConfig::from_env() {
 
 std::string DistributedConfig::backend_for(const std::string& device) const {
   if (!backend.empty()) return backend;
-  auto have = distributed_backends();
-  bool cuda = device.rfind("cuda", 0) == 0;
-  return cuda && std::find(have.begin(), have.end(), "nccl") != have.end() ? "nccl" : "gloo";
+  return device.rfind("cuda", 0) == 0 && distributed_has("nccl") ? "nccl" : "gloo";
 }
 
 std::string DistributedConfig::rank_device(const std::string& device) const {
@@ -79,7 +77,10 @@ std::vector<std::string> distributed_backends() {
   return backends;
 }
 
-bool distributed_available() { return !distributed_backends().empty(); }
+bool distributed_has(const std::string& backend) {
+  auto have = distributed_backends();
+  return std::find(have.begin(), have.end(), backend) != have.end();
+}
 
 std::pair<size_t, size_t> shard_range(size_t count, int rank, int world_size) {
   size_t base = count / world_size, extra = count % world_size;
@@ -103,8 +104,8 @@ namespace {
 
 #if defined(KFORGE_WITH_GLOO) || defined(KFORGE_WITH_NCCL)
 // The rendezvous store of `config`; `host` gets the TCP store's host ("127.0.0.1" for a file).
-c10::intrusive_ptr<c10d::Store> make_store(const DistributedConfig& config, std::string& host) {
-  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s) * 1000);
+c10::intrusive_ptr<c10d::Store> make_store(const DistributedConfig& config, std::chrono::milliseconds timeout,
+                                           std::string& host) {
   c10::intrusive_ptr<c10d::Store> store;
   host = "127.0.0.1";
   if (config.store.rfind("file://", 0) == 0) {
@@ -142,8 +143,8 @@ DataParallel::DataParallel(const DistributedConfig& config, const std::string& b
   impl_->config = config;
   impl_->backend = backend;
   if (auto error = config.validate(); !error.empty()) throw std::runtime_error("distributed: " + error);
-  auto have = distributed_backends();
-  if (std::find(have.begin(), have.end(), backend) == have.end()) {
+  if (!distributed_has(backend)) {
+    auto have = distributed_backends();
     std::string built = have.empty() ? "none" : have.front() + (have.size() > 1 ? ", " + have.back() : "");
     throw std::runtime_error("distributed: this build has no c10d " + backend + " process group (it has: " + built +
                              "); gloo needs gloo's headers (libgloo-dev on Debian), nccl a CUDA libtorch and nccl.h "
@@ -152,7 +153,7 @@ DataParallel::DataParallel(const DistributedConfig& config, const std::string& b
 #if defined(KFORGE_WITH_GLOO) || defined(KFORGE_WITH_NCCL)
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s) * 1000);
   std::string host;
-  auto store = make_store(config, host);
+  auto store = make_store(config, timeout, host);
 #endif
 #ifdef KFORGE_WITH_NCCL
   if (backend == "nccl") {

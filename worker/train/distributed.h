@@ -48,8 +48,8 @@ struct DistributedConfig {
 //! The process-group backends this build has: "gloo" (libtorch's c10d with gloo's
 //! headers), "nccl" (a CUDA libtorch with ProcessGroupNCCL and nccl.h); may be empty.
 std::vector<std::string> distributed_backends();
-//! True when this build has any backend (distributed_backends() is not empty).
-bool distributed_available();
+//! True when `backend` is among distributed_backends().
+bool distributed_has(const std::string& backend);
 
 //! A joined process group (gloo or nccl). Collectives block until every rank calls them,
 //! in the same order, with tensors of the same shapes.

@@ -66,12 +66,11 @@ std::vector<SuiteOp> shard_of(std::vector<SuiteOp> ops, const std::string& shard
   return kept;
 }
 
-// --device, or in a data-parallel run with --device cuda this rank's GPU (cuda:<local rank>).
-std::string train_device(const kforge::Flags& flags) { return DistributedConfig::from_env().rank_device(flags.get("device")); }
-
-// An HF directory as a policy on train_device(), float32 weights, with --precision's autocast.
-std::unique_ptr<ModelPolicy> load_policy(const kforge::Flags& flags, const std::string& dir, bool trainable = true) {
-  auto policy = ModelPolicy::from_dir(dir, {train_device(flags), "float32"}, trainable);
+// An HF directory as a policy on `device` (default --device), float32 weights, with
+// --precision's autocast.
+std::unique_ptr<ModelPolicy> load_policy(const kforge::Flags& flags, const std::string& dir, bool trainable = true,
+                                         const std::string& device = "") {
+  auto policy = ModelPolicy::from_dir(dir, {device.empty() ? flags.get("device") : device, "float32"}, trainable);
   policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   return policy;
 }
@@ -134,13 +133,14 @@ int sft_command(const kforge::Flags& flags) {
   DistributedConfig dist = DistributedConfig::from_env();
   std::unique_ptr<DataParallel> data_parallel;
   if (dist.enabled()) data_parallel = std::make_unique<DataParallel>(dist, dist.backend_for(flags.get("device")));
+  const std::string device = dist.rank_device(flags.get("device"));  // cuda:<local rank> for a cuda rank
   std::unique_ptr<ModelPolicy> policy;
   if (!flags.get("init").empty()) {
-    policy = load_policy(flags, flags.get("init"));
+    policy = load_policy(flags, flags.get("init"), true, device);
   } else {
     std::vector<std::string> corpus;
     for (const auto& pair : pairs) corpus.push_back(pair.prompt + pair.completion);
-    TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, train_device(flags)};
+    TinyModelOptions tiny{flags.get("preset"), args.vocab_size, args.seed, device};
     policy = bootstrap_tiny_model(corpus, tiny);
     policy->set_autocast(kforge::policy::parse_precision(flags.get("precision")));
   }

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -142,11 +141,6 @@ TEST(DataParallel, ShardRangesCoverTheBatchOnce) {
   }
 }
 
-bool built_with(const std::string& backend) {
-  auto have = kforge::train::distributed_backends();
-  return std::find(have.begin(), have.end(), backend) != have.end();
-}
-
 TEST(DataParallel, ConfigPicksTheBackendAndOneGpuPerRank) {
   kforge::train::DistributedConfig config;
   config.world_size = 2;
@@ -155,7 +149,7 @@ TEST(DataParallel, ConfigPicksTheBackendAndOneGpuPerRank) {
   config.store = "tcp://127.0.0.1:1";
   EXPECT_EQ(config.validate(), "");
   EXPECT_EQ(config.backend_for("cpu"), "gloo");
-  EXPECT_EQ(config.backend_for("cuda"), built_with("nccl") ? "nccl" : "gloo");
+  EXPECT_EQ(config.backend_for("cuda"), kforge::train::distributed_has("nccl") ? "nccl" : "gloo");
   EXPECT_EQ(config.rank_device("cuda"), "cuda:1");
   EXPECT_EQ(config.rank_device("cuda:0"), "cuda:0") << "an explicit GPU is kept";
   EXPECT_EQ(config.rank_device("cpu"), "cpu");
@@ -173,7 +167,7 @@ TEST(DataParallel, AskingForABackendTheBuildLacksNamesIt) {
   config.world_size = 2;
   config.store = "tcp://127.0.0.1:" + std::to_string(kforge::test::free_port());
   for (std::string backend : {"gloo", "nccl"}) {
-    if (built_with(backend)) continue;
+    if (kforge::train::distributed_has(backend)) continue;
     try {
       kforge::train::DataParallel group(config, backend);
       ADD_FAILURE() << "a group over " << backend << " formed in a build without it";
@@ -185,12 +179,12 @@ TEST(DataParallel, AskingForABackendTheBuildLacksNamesIt) {
 }
 
 TEST(DataParallel, TwoProcessesOverTcpStoreGiveTheOneProcessLossCurve) {
-  if (!built_with("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
+  if (!kforge::train::distributed_has("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
   expect_same_curve("tcp://127.0.0.1:" + std::to_string(kforge::test::free_port()));
 }
 
 TEST(DataParallel, TwoProcessesOverFileStoreGiveTheOneProcessLossCurve) {
-  if (!built_with("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
+  if (!kforge::train::distributed_has("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
   fs::path store = fs::temp_directory_path() / ("kforge-dp-store-" + std::to_string(getpid()));
   fs::remove(store);
   expect_same_curve("file://" + store.string());
@@ -198,7 +192,7 @@ TEST(DataParallel, TwoProcessesOverFileStoreGiveTheOneProcessLossCurve) {
 }
 
 TEST(DataParallel, BatchNotDivisibleByWorldSizeFailsOnEveryRankNamingIt) {
-  if (!built_with("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
+  if (!kforge::train::distributed_has("gloo")) GTEST_SKIP() << "built without gloo headers (libgloo-dev)";
   TempDir dir;
   std::string data = write_pairs(dir.path);
   std::string store = "tcp://127.0.0.1:" + std::to_string(kforge::test::free_port());
@@ -218,7 +212,7 @@ TEST(DataParallel, BatchNotDivisibleByWorldSizeFailsOnEveryRankNamingIt) {
 // Two ranks on two GPUs (cuda:0, cuda:1) over NCCL against one process on cuda:0. GPU
 // reductions (and atomics in the embedding's backward) reorder sums: 1e-4, not 1e-5.
 TEST(DataParallel, NcclOverTwoGpusGivesTheOneGpuLossCurve) {
-  if (!built_with("nccl")) GTEST_SKIP() << "built without c10d nccl (needs a CUDA libtorch with ProcessGroupNCCL and nccl.h)";
+  if (!kforge::train::distributed_has("nccl")) GTEST_SKIP() << "built without c10d nccl (needs a CUDA libtorch with ProcessGroupNCCL and nccl.h)";
   if (torch::cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA GPUs, found " << torch::cuda::device_count();
   expect_same_curve("tcp://127.0.0.1:" + std::to_string(kforge::test::free_port()), "cuda", "nccl", 1e-4);
 }
