@@ -110,6 +110,17 @@ std::vector<Schedule> distinct(const Analysis& analysis, const std::vector<Sched
   return out;
 }
 
+// `base` with a work-group per line (Schedule::line_group), in work-groups of 256 and 1024.
+std::vector<Schedule> line_group_variants(Schedule base) {
+  base.line_group = 1;
+  std::vector<Schedule> variants;
+  for (int wg : {256, 1024}) {
+    base.work_group = wg;
+    variants.push_back(base);
+  }
+  return variants;
+}
+
 // CUDA: float4 pointwise, warp-shuffle row reductions (a block per row) or a thread per
 // output for other dims, shared-memory matmul tiles.
 std::vector<Schedule> cuda_space(const StageKinds& kinds) {
@@ -190,13 +201,7 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
       // the H100 that way, cumsum 0.46x). First for long lines; after the thread per line for
       // short ones, where the per-line combine would dominate.
       if (kinds.scan && kinds.max_last_line > 0) {
-        std::vector<Schedule> group;
-        for (int wg : {256, 1024}) {
-          Schedule s = base;
-          s.work_group = wg;
-          s.line_group = 1;
-          group.push_back(s);
-        }
+        const std::vector<Schedule> group = line_group_variants(base);
         variants.insert(kinds.max_last_line >= 512 ? variants.begin() : variants.end(), group.begin(), group.end());
       }
       candidates.insert(candidates.end(), variants.begin(), variants.end());
@@ -204,15 +209,10 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
   // A matrix-vector product: a work-group per output row first (emit_matmul.cpp's
   // matvec_rows), where a tile computes one useful column of 16-64.
   if (kinds.matvec && !candidates.empty()) {
-    std::vector<Schedule> rows;
-    for (int wg : {256, 1024}) {
-      Schedule s = candidates.front();
-      s.work_group = wg;
-      s.unroll = 4;
-      s.line_group = 1;
-      rows.push_back(s);
-    }
-    candidates.insert(candidates.begin(), rows.begin(), rows.end());
+    Schedule rows = candidates.front();
+    rows.unroll = 4;
+    const std::vector<Schedule> group = line_group_variants(rows);
+    candidates.insert(candidates.begin(), group.begin(), group.end());
   }
   return candidates;
 }
