@@ -2,8 +2,10 @@
 # kforge on a GPU host (the H100 device machine: Ubuntu 24.04, PyTorch 2.x + Triton, CUDA,
 # NVIDIA OpenCL + PoCL, no apt, no PostgreSQL), stage by stage in one call:
 #   bash bench/gpu/run_device.sh build test check timing e2e teacher
+#   prebuilt  instead of build: unpack the binaries bench/gpu/build_prebuilt.sh made here
 #   build   unpack .devcarry/gpu-deps.tar.xz (bench/gpu/bundle_host_deps.sh), build with tests
 #           ON against the host's PyTorch (KFORGE_WITH_HTTP=OFF: worker + database, no cpprest)
+#   gtest   GTESTS='bin[:K/N][=FILTER] ...': test binaries run directly (for a prebuilt tree); gtest_wait
 #   test    the gpu-labelled tests and the harness tests (the Python runner on CUDA)
 #   check   kforge-worker check: suite ops on the GPU with targets opencl (NVIDIA), cuda, triton
 #   timing  bench/gpu/timing_vs_do_bench.py: kforge's protocol against triton.testing.do_bench
@@ -60,11 +62,37 @@ bounded() {
   timeout -k 5 "$left" "$@"
 }
 
-stage_build() {
+unpack_deps() {
   if [ ! -d "$deps" ]; then
     mkdir -p /opt && tar -C /opt -xJf .devcarry/gpu-deps.tar.xz && mv /opt/deps "$deps"
     sed -i "s#@DEPS@#$deps#" "$deps"/lib/x86_64-linux-gnu/pkgconfig/*.pc
   fi
+}
+
+# The host's torch and its CUDA wheels (NVRTC, NCCL) stand in for the build machine's.
+use_host_torch() {
+  local torch_lib
+  torch_lib=$("$KFORGE_PYTHON" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  export LD_LIBRARY_PATH=$torch_lib:$(ls -d "$torch_lib"/../../nvidia/*/lib 2>/dev/null | tr '\n' ':')$LD_LIBRARY_PATH
+}
+[ -f build-gpu/PREBUILT ] && use_host_torch
+
+# prebuilt: the binaries bench/gpu/build_prebuilt.sh made on the CPU machine against the same
+# PyTorch wheel (.devcarry/prebuilt.tar.xz), instead of `build`: a fresh GPU host spends about
+# 570 s of device time building (measured 2026-11-28 on 32 cores), this stage a few seconds.
+stage_prebuilt() {
+  unpack_deps
+  mkdir -p build-gpu && tar -C build-gpu -xJf .devcarry/prebuilt.tar.xz || return 1
+  use_host_torch
+  local missing
+  missing=$(ldd build-gpu/bin/kforge-worker build-gpu/bin/kforge-codegen | grep 'not found' | sort -u)
+  [ -z "$missing" ] || { log "prebuilt: missing libraries: $missing"; return 1; }
+  log "prebuilt: $(cat build-gpu/PREBUILT 2>/dev/null)"
+  build-gpu/bin/kforge-worker devices | tee "$OUT/devices.txt"
+}
+
+stage_build() {
+  unpack_deps
   local torch_prefix
   torch_prefix=$("$KFORGE_PYTHON" -c 'import torch;print(torch.utils.cmake_prefix_path)')
   local started=$SECONDS
@@ -106,6 +134,42 @@ print("^(" + "|".join(re.escape(l.strip()) for l in open(sys.argv[1]) if l.strip
   # Every test's whole output, skipped ones included (ctest prints only failures).
   cp build-gpu/Testing/Temporary/LastTest.log "$OUT/test_all_output.log" 2>/dev/null || true
   return 0
+}
+
+# gtest: GoogleTest binaries of build-gpu/bin run directly (a prebuilt tree has no ctest files).
+# GTESTS: 'binary[:K/N][=FILTER] ...'; K/N runs shard K of N as ctest's nameKofN does. Entries
+# after the first run in the background (the first runs alone: the NCCL test holds both GPUs)
+# while later stages go on; gtest_wait collects them. Logs: $OUT/gtest.<binary>.<K>.log.
+stage_gtest() {
+  local first=1 entry
+  for entry in ${GTESTS:-}; do
+    local spec=${entry%%=*} filter="*" bin shard k n log
+    [ "$spec" != "$entry" ] && filter=${entry#*=}
+    bin=${spec%%:*}; shard=${spec#"$bin"}; shard=${shard#:}
+    log="$OUT/gtest.$bin.${shard%%/*}.log"
+    [ -n "$shard" ] || log="$OUT/gtest.$bin.all.log"
+    local env=(GTEST_FILTER="$filter")
+    if [ -n "$shard" ]; then
+      k=${shard%%/*}; n=${shard#*/}
+      env+=(GTEST_TOTAL_SHARDS="$n" GTEST_SHARD_INDEX=$((k - 1)))
+    fi
+    if [ $first -eq 1 ]; then
+      (export "${env[@]}"; bounded "build-gpu/bin/$bin" > "$log" 2>&1)
+      log "gtest $entry rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr '\n' ' ')"
+      first=0
+    else
+      (export "${env[@]}"; bounded "build-gpu/bin/$bin" > "$log" 2>&1; echo "rc=$?" >> "$log") &
+      log "gtest $entry started in the background"
+    fi
+  done
+}
+
+stage_gtest_wait() {
+  wait
+  local log
+  for log in "$OUT"/gtest.*.log; do
+    log "$(basename "$log"): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |^rc=' "$log" | tr '\n' ' ')"
+  done
 }
 
 stage_check() {
@@ -240,7 +304,8 @@ stage_summarize() {
 for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
-    test|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    prebuilt) stage_prebuilt || { log "stage prebuilt failed"; exit 1; } ;;
+    test|gtest|gtest_wait|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
