@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -122,6 +123,12 @@ void expect_same_curve(const std::string& store, const std::string& device = "cp
     }
   }
   EXPECT_LT(single.back()["loss"].get<double>(), single.front()["loss"].get<double>()) << "it learned something";
+  // The curves themselves, for the record (a GPU host's log is the only place they are seen).
+  for (size_t step = 0; step < single.size(); ++step) {
+    std::printf("%s %s step %zu: one process loss %.7f, two ranks %.7f / %.7f\n", backend.c_str(), device.c_str(),
+                step + 1, single[step]["loss"].get<double>(), rank0[step]["loss"].get<double>(),
+                rank1[step]["loss"].get<double>());
+  }
   EXPECT_TRUE(fs::exists(dir.path / "two" / "checkpoint-6" / "config.json")) << "rank 0 writes the checkpoint";
   EXPECT_EQ(rank1.back().value("checkpoint", ""), "") << "rank 1 writes none";
 }
