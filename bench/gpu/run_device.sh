@@ -87,6 +87,8 @@ stage_prebuilt() {
   local missing
   missing=$(ldd build-gpu/bin/kforge-worker build-gpu/bin/kforge-codegen | grep 'not found' | sort -u)
   [ -z "$missing" ] || { log "prebuilt: missing libraries: $missing"; return 1; }
+  # The e2e stage's server and CLI come from the deps bundle (HTTP is built on the CPU machine).
+  cp -f "$deps/bin/kforge-server" "$deps/bin/kforge" build-gpu/bin/ 2>/dev/null || true
   log "prebuilt: $(cat build-gpu/PREBUILT 2>/dev/null)"
   build-gpu/bin/kforge-worker devices | tee "$OUT/devices.txt"
 }
