@@ -22,10 +22,10 @@ const std::set<std::string> kReservedPy = {
     "fmask", "base", "carry", "best", "best_idx", "o", "i", "r", "r0", "k0", "m", "n", "bat", "rm", "rn", "rk",
     "inner", "groups", "lines", "nib", "imask", "lmask", "start", "acc", "partial", "a_ptrs", "b_ptrs", "a_tile",
     "b_tile", "vals", "chunk", "chunk_idx", "take", "num_m", "num_n", "per_group", "first_m", "group_rows", "pid_m", "pid_n", "M", "N", "K",
-    "ci", "grp", "cog", "cnt", "sk", "k_slice", "k_first", "splitk"};
+    "ci", "grp", "cog", "cnt", "sk", "k_slice", "k_first", "splitk", "wt", "tap", "co"};
 
 std::string py_param_name(const std::string& name) {
-  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|splitk_\w+|(xoff|woff|kd|ix|ok|t|o)\d+|.*_size\d+|[A-Z_]+)");
+  static const std::regex generated(R"((v|c|acc|red|tmp|partial)\d*|(splitk|wt)_\w+|(xoff|woff|kd|ix|ok|t|o)\d+|.*_size\d+|[A-Z_]+)");
   if (kReservedPy.count(name) || std::regex_match(name, generated) || name.empty() || name[0] == '_')
     return "in_" + (name.empty() || name[0] != '_' ? name : name.substr(name.find_first_not_of('_')));
   return name;

@@ -102,6 +102,10 @@ class TritonEmitter : public StageBuffers {
   //! final kernel `name`, which reduces the slices and applies the epilogue.
   void reduce_rows_split_final(const Stage& stage, const std::string& name, TritonKernel& k, std::ostringstream& body,
                                ExprEmitter& e, int reduce, const std::string& group_idx);
+  //! A kernel (`name`_wt, launched before the conv) laying a transposed conv's weight
+  //! [C_in, C_out/groups, window] out as a forward conv's [C_out, C_in/groups * window] in a
+  //! scratch; returns the scratch's name in forward.
+  std::string transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name);
   //! conv_gemm for a transposed conv with a stride > 1 (undilated) along some dim: one phase
   //! of the outputs per program along such dims (grid axis 2), so no tap is masked by stride.
   void conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,

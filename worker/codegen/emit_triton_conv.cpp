@@ -4,8 +4,9 @@
 // BLOCK_M x BLOCK_N tile of outputs (positions x channels of one group) with tl.dot over
 // BLOCK_K chunks of the reduction, then the stage's fused epilogue on the tile. A transposed
 // conv is the same product in its gather form: output position o reads input i = (o + p -
-// k*d) / s where that divides exactly, with the weight [C_in, C_out/groups, k...] read as
-// [C_in/groups * window, C_out/groups] per group. Along a dim with stride s > 1 (and no
+// k*d) / s where that divides exactly, with the weight [C_in, C_out/groups, k...] first laid
+// out as a forward conv's [C_out, C_in/groups * window] by a small kernel (`name`_wt), so
+// both read it alike (the phased form below reads it in place). Along a dim with stride s > 1 (and no
 // dilation) that would mask all but one tap in s: there the outputs are split by phase
 // r = (o + p) mod s (a third grid axis), and a program's positions o = f + s*t share their
 // phase, so only the taps k = r + s*j take part (input i = q + t - j, contiguous in t): a
@@ -57,7 +58,6 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   const Shape& ws = g_.nodes[node.args[1]].shape;
   const int spatial = win.spatial(), rank = static_cast<int>(out_shape.size());
   const std::string x = k.buffer(forward_buffer(node.args[0]));
-  const std::string w = k.buffer(forward_buffer(node.args[1]));
   const std::string out = k.output(buffer_of_.at(stage.root));
   WindowNames names = window_names(
       g_, node, [&](const Dim& d) { return dim(k, d); },
@@ -71,7 +71,7 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
     phased = phased || phased_dim[sd];
   }
   if (phased) {
-    conv_transpose_phased(stage, k, names, phased_dim, x, w, out);
+    conv_transpose_phased(stage, k, names, phased_dim, x, k.buffer(forward_buffer(node.args[1])), out);
     return;
   }
   // M: batch x output positions; K: the reduction, C_in/groups x the window.
@@ -141,21 +141,54 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   body << "        a_tile = tl.load(" << x << " + " << x_at << ", mask=" << a_mask << ", other=0.0)\n";
   const std::string co = grouped ? "grp * " + cout_group + " + rn" : "rn";
   const std::string b_mask = "(rk[:, None] < " + K + ") & (rn[None, :] < " + cout_group + ")";
-  if (!transposed) {
-    body << "        b_tile = tl.load(" << w << " + (" << co << ")[None, :] * " << K << " + rk[:, None], mask=" << b_mask
-         << ", other=0.0)\n";
-  } else {  // w[grp * C_in/groups + ci, rn, window position]
-    const std::string taps = k.size(py(numel_expr(window_dims)), "taps");
-    body << "        b_tile = tl.load(" << w << " + ((" << channel_base << "ci)[:, None] * " << cout_group
-         << " + rn[None, :]) * " << taps << " + (rk % " << taps << ")[:, None], mask=" << b_mask
-         << ", other=0.0)\n";
-  }
+  // A transposed conv's weight [C_in, C_out/groups, window] is first laid out as a forward
+  // conv's [C_out, C_in/groups * window] (transposed_weight_kernel), so both read their
+  // [BLOCK_K, BLOCK_N] weight tile as `co * K + rk`, contiguous along rk. Read in place, as
+  // `(ci * C_out/groups + rn) * taps + rk % taps`, the tile is contiguous along neither dim:
+  // stride-1 transposed convs ran at 8-10 TFLOP/s on an H200, regular convs of the same tiles
+  // at about 25 (KernelBench level 2, 2026-11-28; bench/kernelbench/README.md).
+  const std::string weight = k.buffer(transposed ? transposed_weight_kernel(stage, node, name) : forward_buffer(node.args[1]));
+  body << "        b_tile = tl.load(" << weight << " + (" << co << ")[None, :] * " << K << " + rk[:, None], mask=" << b_mask
+       << ", other=0.0)\n";
   body << "        acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee") << "\")\n";
 
   body << conv_gemm_epilogue(stage, k, co, pos, "(rm[:, None] < " + M + ") & (rn[None, :] < " + cout_group + ")",
                              out);
   k.body = body.str();
   kernels_.push_back(k);
+}
+
+std::string TritonEmitter::transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {
+  const Window& win = node.window;
+  const Shape& ws = g_.nodes[node.args[1]].shape;
+  const std::string scratch = stage_scratch(stage, "wt");
+  allocations_.push_back("    " + scratch + " = torch.empty((" + py(numel_expr(ws)) + ",), device=" +
+                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
+  TritonKernel k = kernel(name + "_wt");
+  const std::string w = k.buffer(forward_buffer(node.args[1]));
+  const std::string wt = k.output(scratch);
+  const std::string n = k.size(py(numel_expr(ws)), "n");
+  const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  const std::string cin_group =
+      k.size(py(win.groups > 1 ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()), "cin_group");
+  const std::string cout_group = k.size(py(ws[1].expr()), "cout_group");
+  const std::string block = k.constant("BLOCK", "1024");
+  k.grid = "(triton.cdiv(" + py(numel_expr(ws)) + ", 1024),)";
+  std::ostringstream body;
+  // Element (co, ci, tap) of the forward layout, co = grp * C_out/groups + col, from
+  // w[grp * C_in/groups + ci, col, tap].
+  body << "    offs = tl.program_id(0) * " << block << " + tl.arange(0, " << block << ")\n";
+  body << "    mask = offs < " << n << "\n";
+  body << "    tap = offs % " << taps << "\n";
+  body << "    ci = (offs // " << taps << ") % " << cin_group << "\n";
+  body << "    co = offs // (" << taps << " * " << cin_group << ")\n";
+  body << "    grp = co // " << cout_group << "\n";
+  body << "    v = tl.load(" << w << " + ((grp * " << cin_group << " + ci) * " << cout_group << " + co % " << cout_group
+       << ") * " << taps << " + tap, mask=mask, other=0.0)\n";
+  body << "    tl.store(" << wt << " + offs, v, mask=mask)\n";
+  k.body = body.str();
+  kernels_.push_back(k);
+  return scratch;
 }
 
 std::string TritonEmitter::conv_gemm_epilogue(const Stage& stage, TritonKernel& k, const std::string& co,
