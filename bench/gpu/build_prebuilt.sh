@@ -20,7 +20,8 @@ site=${TORCH_SITE:-$root/.cache/torch-wheel/site}
 build=$root/build-gpu
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kforge-worker kforge-codegen kforge-sandbox kforge-jail kforge-probe
-                                     kforge-train codegen_window_test codegen_triton_run_test train_distributed_test)
+                                     kforge-train codegen_window_test codegen_triton_run_test train_distributed_test
+                                     codegen_gpu_test)
 
 fetch() {  # wheels from PyPI, unpacked into $site
   local wheels
