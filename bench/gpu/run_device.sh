@@ -71,9 +71,12 @@ unpack_deps() {
 
 # The host's torch and its CUDA wheels (NVRTC, NCCL) stand in for the build machine's.
 use_host_torch() {
+  # Once: on a warm machine the line after this function has already run it when `prebuilt` comes.
+  [ -n "${KFORGE_HOST_TORCH:-}" ] && return
   local torch_lib
   torch_lib=$("$KFORGE_PYTHON" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
   export LD_LIBRARY_PATH=$torch_lib:$(ls -d "$torch_lib"/../../nvidia/*/lib 2>/dev/null | tr '\n' ':')$LD_LIBRARY_PATH
+  KFORGE_HOST_TORCH=1
 }
 [ -f build-gpu/PREBUILT ] && use_host_torch
 
@@ -156,22 +159,28 @@ stage_gtest() {
       env+=(GTEST_TOTAL_SHARDS="$n" GTEST_SHARD_INDEX=$((k - 1)))
     fi
     if [ $first -eq 1 ]; then
-      (export "${env[@]}"; bounded "build-gpu/bin/$bin" > "$log" 2>&1)
-      log "gtest $entry rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr '\n' ' ')"
+      run_gtest "$log" "$bin" "${env[@]}"
+      log "gtest $entry: $(gtest_summary "$log")"
       first=0
     else
-      (export "${env[@]}"; bounded "build-gpu/bin/$bin" > "$log" 2>&1; echo "rc=$?" >> "$log") &
+      run_gtest "$log" "$bin" "${env[@]}" &
       log "gtest $entry started in the background"
     fi
   done
 }
 
+run_gtest() {  # LOG BINARY VAR=VALUE...: the binary under the stage budget, its exit status appended
+  local log=$1 bin=$2
+  shift 2
+  (export "$@"; bounded "build-gpu/bin/$bin" > "$log" 2>&1; echo "rc=$?" >> "$log")
+}
+
+gtest_summary() { grep -E '^\[  (PASSED|FAILED|SKIPPED) |^rc=' "$1" | tr '\n' ' '; }
+
 stage_gtest_wait() {
   wait
   local log
-  for log in "$OUT"/gtest.*.log; do
-    log "$(basename "$log"): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |^rc=' "$log" | tr '\n' ' ')"
-  done
+  for log in "$OUT"/gtest.*.log; do log "$(basename "$log"): $(gtest_summary "$log")"; done
 }
 
 stage_check() {

@@ -161,19 +161,19 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
 std::string TritonEmitter::transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {
   const Window& win = node.window;
   const Shape& ws = g_.nodes[node.args[1]].shape;
-  const std::string scratch = stage_scratch(stage, "wt");
-  allocations_.push_back("    " + scratch + " = torch.empty((" + py(numel_expr(ws)) + ",), device=" +
+  const std::string scratch = stage_scratch(stage, "wt"), numel = py(numel_expr(ws));
+  allocations_.push_back("    " + scratch + " = torch.empty((" + numel + ",), device=" +
                          py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
   TritonKernel k = kernel(name + "_wt");
   const std::string w = k.buffer(forward_buffer(node.args[1]));
   const std::string wt = k.output(scratch);
-  const std::string n = k.size(py(numel_expr(ws)), "n");
+  const std::string n = k.size(numel, "n");
   const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
   const std::string cin_group =
       k.size(py(win.groups > 1 ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()), "cin_group");
   const std::string cout_group = k.size(py(ws[1].expr()), "cout_group");
   const std::string block = k.constant("BLOCK", "1024");
-  k.grid = "(triton.cdiv(" + py(numel_expr(ws)) + ", 1024),)";
+  k.grid = "(triton.cdiv(" + numel + ", 1024),)";
   std::ostringstream body;
   // Element (co, ci, tap) of the forward layout, co = grp * C_out/groups + col, from
   // w[grp * C_in/groups + ci, col, tap].
