@@ -726,6 +726,8 @@ Checker::~Checker() = default;
 
 bool Checker::weak_test() const { return impl_->weak; }
 
+bool Checker::times_on_gpu() const { return impl_->gpu; }
+
 const SetupPhases& Checker::setup_phases() const { return impl_->setup; }
 
 void Checker::warm_pool(const CheckOptions& options) {

@@ -223,6 +223,9 @@ class Checker {
 
   //! True if the reference output is near-constant (a constant kernel might pass).
   bool weak_test() const;
+  //! True when candidates run and are timed on a GPU (CUDA events; other processes' CPU use
+  //! does not enter the measurement, so no CPU quiet window is needed before a check).
+  bool times_on_gpu() const;
   //! Output shapes on the main shapes, in order.
   std::vector<std::vector<int64_t>> output_shapes() const;
   //! Where create()'s time went.

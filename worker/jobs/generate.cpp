@@ -287,7 +287,13 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   // Timing on a busy machine: wait for a quiet moment before each check, within the
   // generation's allowance and budget; a kernel timed while others still used the CPU
   // is answered all the same, its timing marked unreliable (below).
-  const double quiet_allowance_s = quiet_wait_allowance_s(args.time_budget_s);
+  // On a GPU, candidates and baselines are timed by CUDA events while the worker's GPU gate
+  // keeps its own GPU work out; other processes' CPU use does not enter those numbers (the
+  // runner reports no CPU contention), so a GPU check waits for no CPU quiet window. On the
+  // H200 a pool of runners starting beside the check made every probe busy: 10 s per
+  // generation waited for nothing.
+  const bool gpu_timed = checker->times_on_gpu();
+  const double quiet_allowance_s = gpu_timed ? 0.0 : quiet_wait_allowance_s(args.time_budget_s);
   double quiet_waited_s = 0;
   int quiet_waits = 0, quiet_found = 0, quiet_skipped = 0, quiet_recent = 0;
   constexpr double kBusySpellS = 60;  // after a wait that found no quiet window, this worker stops waiting a while
@@ -420,6 +426,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
                  {"quiet_skipped_busy_spell", quiet_skipped},
                  {"quiet_skipped_recently_quiet", quiet_recent},
                  {"max_contention", options.max_contention},
+                 {"timed_on", gpu_timed ? "gpu" : "cpu"},
                  {"reliable", nullptr}};
   if (answer.best_id) {
     auto disturbed = disturbed_cores.find(*answer.best_id);
