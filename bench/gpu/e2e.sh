@@ -31,6 +31,11 @@ pids+=($!)
 "$build/bin/kforge-worker" --slots 1 > "$OUT/e2e_worker.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do curl -sf http://127.0.0.1:8080/v1/ready >/dev/null && break; sleep 0.2; done
+# Latency is measured against a running worker, as a user meets one: POSTs begin once the
+# worker has registered (CUDA and OpenCL probed) and its child pool has had E2E_SETTLE_S
+# (default 15 s) to start its runners (torch, CUDA, Triton and torch.compile loaded).
+for _ in $(seq 300); do grep -q 'msg=registered' "$OUT/e2e_worker.log" && break; sleep 0.2; done
+sleep "${E2E_SETTLE_S:-15}"
 started=$(date +%s.%N)
 python3 - "$token" "$ops" "$targets" "$OUT/e2e.json" <<'EOF'
 import json, os, sys, time, urllib.error, urllib.request
@@ -93,11 +98,16 @@ for idx in range(len(pairs)):
            "seconds_to_result": round(time.time() - job["posted"], 1),
            "first_candidate_s": job.get("first_candidate_s"),
            "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400],
+           # why a baseline is missing (a torch.compile failure says so here), and the quiet-window record
+           "baseline_note": ((best.get("details") or {}).get("environment") or {}).get("baseline"),
+           "timing": (gen.get("result") or {}).get("timing"),
            "phases_s": split_row(gen.get("result"))}
     rows.append(row)
     print(f"{row['op']:16s} {row['target']:7s} {row['status']:10s} verified={row['verified']} "
           f"eager x{row['speedup_vs_eager'] or 0:.2f} compile x{row['speedup_vs_compile'] or 0:.2f} "
           f"{row['seconds_to_result']} s {(row['error'] or '')[:80]}", flush=True)
+    if row["verified"] and row["speedup_vs_compile"] is None:
+        print(f"  no torch.compile baseline: {row['baseline_note']}", flush=True)
     print(f"  split {row['op']} {row['target']}: {format_split(row['phases_s'])}", flush=True)
 
 

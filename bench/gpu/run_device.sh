@@ -12,6 +12,8 @@
 #           (TIMING_ARGS: its extra flags; default --worker build-gpu/bin/kforge-worker, the CUDA case)
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
 #           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
+#   jitcost bench/gpu/jit_cost.py: a teacher triton candidate's first calls per shape in a fresh
+#           process (Triton's JIT outside the harness; JITCOST_ARGS, e.g. --ops silu_mul)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
 #   harness  overhead, candidates/s (cold, warm) and timing spread per target
 #   teacher kforge-codegen bench --target cuda / triton: the teacher autotuned per suite op,
@@ -240,6 +242,11 @@ stage_e2e() {
     "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
 }
 
+stage_jitcost() {
+  bounded "$KFORGE_PYTHON" bench/gpu/jit_cost.py --bin build-gpu/bin --out "$OUT/jit_cost.json" ${JITCOST_ARGS:-} 2>&1 |
+    tee "$OUT/jit_cost.log" | tail -12
+}
+
 stage_adversarial() {
   bounded python3 bench/gpu/adversarial.py --bin build-gpu/bin --out "$OUT/adversarial.json" 2>&1 | tee "$OUT/adversarial.log" | tail -40
 }
@@ -316,7 +323,7 @@ for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
     prebuilt) stage_prebuilt || { log "stage prebuilt failed"; exit 1; } ;;
-    test|gtest|gtest_wait|check|timing|e2e|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|gtest|gtest_wait|check|timing|e2e|jitcost|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
