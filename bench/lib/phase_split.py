@@ -11,7 +11,8 @@ SETUP = [("reference_compile", "ts"), ("inputs", "inputs"), ("reference", "cpu r
          ("sandbox_start", "child"), ("gpu_reference_start", "ref runner"), ("gpu_reference", "gpu ref")]
 CANDIDATE = [("sandbox_wait", "wait"), ("compile", "build"), ("run", "run"), ("time_kernel", "time"),
              ("time_eager", "eager"), ("time_compile", "compile"), ("overhead", "overhead"),
-             ("spare_wait", "of which settle"), ("compare", "compare"), ("io", "io")]
+             ("spare_wait", "of which settle"), ("compare", "compare"), ("io", "io"),
+             ("prepared", "jit ahead")]
 
 
 def split_row(result):

@@ -22,11 +22,13 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "common/log.h"
 #include "common/sha256.h"
 #include "worker/harness/check_result_json.h"
 #include "worker/harness/child_pool.h"
@@ -279,6 +281,13 @@ struct Checker::Impl {
   GateFile gate;
   std::string spare_policy;                // options.spare_policy resolved: settle, gate or overlap
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
+  // The candidate to be checked next, built and its kernels compiled ahead in its own child
+  // (Checker::prefetch); its two replies (build, prepare) are read by its check.
+  struct Prefetched {
+    std::string program_hash;
+    std::unique_ptr<SandboxChild> child;
+  };
+  std::optional<Prefetched> prefetched;  // after `arena`, like sandboxes
   std::unique_ptr<SandboxChild> gpu_reference;  // the runner with the op's own code (never a candidate's)
   // The runner timing torch.compile: it compiles the op from create() on, on inputs of its own,
   // while the reference is computed and candidates are verified; its replies (build,
@@ -329,6 +338,9 @@ struct Checker::Impl {
   // The triton target: the same stages through the Python runner (its own rules and build).
   void run_triton_check(const std::string& program_text, CheckResult& result);
   bool build_triton(SandboxChild& child, const std::string& source, CheckResult& result);
+  bool build_reply(SandboxChild& child, CheckResult& result);
+  bool take_prepared(const std::string& program_hash, std::unique_ptr<SandboxChild>& child, CheckResult& result);
+  json prepare_shapes() const;
   json runner_io(size_t trial_idx, const std::vector<int64_t>& output_offsets) const;
   bool reply_failed(const json& reply, const std::string& what, CheckResult& result);
   std::vector<size_t> timing_trials() const;
@@ -806,6 +818,24 @@ std::unique_ptr<Checker> Checker::create(const OpSpec& spec, const CheckOptions&
   // the device only under the gate); on a CPU after the first check's timed runs.
   if (options.child_pool && impl.gpu) options.child_pool->refill();
   return checker;
+}
+
+bool Checker::prefetch(const std::string& program_text) {
+  Impl& impl = *impl_;
+  if (!(impl.gpu || impl.options.prefetch_on_cpu) || impl.options.target != "triton" || !impl.sandboxes) return false;
+  const std::string hash = sha256_hex(program_text);
+  if (impl.prefetched && impl.prefetched->program_hash == hash) return true;
+  if (impl.options.cache && impl.cache.count(hash)) return false;
+  impl.prefetched.reset();  // another text's child goes (killed with its CUDA context)
+  std::string error;
+  auto child = impl.sandboxes->take(error);
+  if (!child) return false;
+  CheckResult scratch;
+  if (!child->send({{"cmd", "build"}, {"source", strip_fence(program_text)}}, "importing the module", scratch) ||
+      !child->send({{"cmd", "prepare"}, {"shapes", impl.prepare_shapes()}}, "compiling the kernels ahead", scratch))
+    return false;
+  impl.prefetched = Impl::Prefetched{hash, std::move(child)};
+  return true;
 }
 
 // Inductor's kernels through the reference runner (runner/inductor_harvest.py), on the first
@@ -1298,25 +1328,73 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
 void Checker::Impl::run_triton_check(const std::string& program_text, CheckResult& result) {
   std::string error;
   auto wait_started = clock_type::now();
-  auto child = sandboxes->take(error);
+  std::unique_ptr<SandboxChild> child;
+  bool built = false;
+  if (prefetched && prefetched->program_hash == result.program_hash) {
+    if (!take_prepared(result.program_hash, child, result)) return;  // its build failed: the verdict
+    built = child != nullptr;
+  }
+  if (!child) child = sandboxes->take(error);
   result.sandbox_wait_ms = ms_between(wait_started, clock_type::now());
   if (!child) {
     fail(result, Outcome::runtime_error, "harness error: " + error);
     return;
   }
-  if (!build_triton(*child, strip_fence(program_text), result) || !run_trials(*child, nullptr, result)) return;
+  if (!built && !build_triton(*child, strip_fence(program_text), result)) return;
+  if (!run_trials(*child, nullptr, result)) return;
   result.outcome = Outcome::correct;
   if (options.time) time_candidate(*child, nullptr, result);
 }
 
 bool Checker::Impl::build_triton(SandboxChild& child, const std::string& source, CheckResult& result) {
+  return child.send({{"cmd", "build"}, {"source", source}}, "importing the module", result) &&
+         build_reply(child, result);
+}
+
+bool Checker::Impl::build_reply(SandboxChild& child, CheckResult& result) {
   json reply;
-  if (!child.exchange({{"cmd", "build"}, {"source", source}}, options.build_timeout_s, "importing the module", reply,
-                      result))
-    return false;
+  if (!child.receive(options.build_timeout_s, "importing the module", reply, result)) return false;
   result.compile_ms = reply.value("build_ms", 0.0);
   if (reply.value("ok", false)) return true;
   return reply_failed(reply, "importing the module", result);
+}
+
+// The prefetched child of this program: its build's reply is this check's build (a failure
+// is the verdict: false), then its prepare's. A prepare that crashed or hung (the candidate's
+// forward on uninitialised inputs) costs the child, not the verdict: `child` comes back
+// null and the check starts over in a fresh one.
+bool Checker::Impl::take_prepared(const std::string& program_hash, std::unique_ptr<SandboxChild>& child,
+                                  CheckResult& result) {
+  std::unique_ptr<SandboxChild> prepared = std::move(prefetched->child);
+  prefetched.reset();
+  if (!build_reply(*prepared, result)) return false;
+  json reply;
+  CheckResult scratch;
+  if (!prepared->receive(std::min(options.build_timeout_s, 120.0), "compiling the kernels ahead", reply, scratch) ||
+      !reply.value("ok", false)) {
+    log_warn("checker", "a prefetched candidate's prepare failed; checking it in a fresh child",
+             {{"program", program_hash.substr(0, 16)},
+              {"error", scratch.message.empty() ? reply.dump().substr(0, 300) : scratch.message.substr(0, 300)}});
+    result.compile_ms = 0;
+    return true;
+  }
+  result.prepared_ms = reply.value("prepare_ms", 0.0);
+  child = std::move(prepared);
+  return true;
+}
+
+// Every distinct set of input shapes the trials run (main, extra, unpublished), as the
+// runner's prepare takes them: one compile per Triton specialisation they lead to.
+json Checker::Impl::prepare_shapes() const {
+  json sets = json::array();
+  std::set<std::string> seen;
+  for (const Trial& trial : trials) {
+    json inputs = json::array();
+    for (const HostTensor& input : trial.inputs)
+      inputs.push_back({{"shape", input.shape}, {"dtype", spec::dtype_name(input.dtype)}});
+    if (seen.insert(inputs.dump()).second) sets.push_back(std::move(inputs));
+  }
+  return sets;
 }
 
 // The runner's view of one trial: every input and output with its arena offset, shape and dtype.

@@ -89,6 +89,9 @@ struct CheckOptions {
   //! Reference outputs and the eager baseline from the Python runner (the GPU path) even on a
   //! CPU device: tests of that path on a machine without a GPU. Timings are then not a CPU claim.
   bool runner_reference = false;
+  //! Checker::prefetch also for triton in Triton's CPU interpreter (which compiles nothing
+  //! ahead): tests of the prefetched child's path on a machine without a GPU.
+  bool prefetch_on_cpu = false;
 };
 
 //! Where and how outputs first differed.
@@ -162,6 +165,9 @@ struct CheckResult {
   double time_kernel_ms = 0;   //!< part of time: the candidate's timed runs (the wait for the timing window included)
   double time_eager_ms = 0;    //!< part of time: timing the eager baseline (0 when an earlier check's timing is reused)
   double time_compile_ms = 0;  //!< part of time: torch.compile's first compile (or the wait for it) and its timing
+  //! Triton's JIT of this candidate's kernels done ahead, in its child while the previous
+  //! candidate was checked (Checker::prefetch): background time, in none of the phases above.
+  double prepared_ms = 0;
 
   //! JSON object with every field above.
   std::string to_json() const;
@@ -215,6 +221,14 @@ class Checker {
 
   //! Checks one program text. Never throws; a crashing or hanging candidate is an outcome.
   CheckResult check(const std::string& program_text);
+
+  //! On a GPU with the triton target: starts the candidate that will be checked next in a
+  //! child of its own, which imports it and compiles its kernels for every trial's shapes
+  //! without launching any (the runner's "prepare"), while the caller checks the current
+  //! one; check() of the same text then finds its JIT done. False (and nothing started)
+  //! elsewhere, or when the program's result is cached. At most one is kept: a prefetch
+  //! of another text replaces it.
+  bool prefetch(const std::string& program_text);
 
   //! On a GPU with the triton target: compiles the op with torch.compile (default mode,
   //! dynamic shapes) in the reference runner and rewrites Inductor's kernels into a triton

@@ -339,6 +339,10 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       programs[sample_idx] = *harvested;
     }
     auto check_started = clock_type::now();
+    // The next candidate's Triton JIT (seconds of CPU per kernel specialisation) runs in its
+    // own child while this one is verified and timed (GPU, triton: Checker::prefetch).
+    if (sample_idx + 1 < programs.size() && !programs[sample_idx + 1].source.empty())
+      checker->prefetch(programs[sample_idx + 1].source);
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     phases.check_ms += ms_since(check_started);
     phases.candidates.push_back(candidate_phases(static_cast<int>(sample_idx), result));

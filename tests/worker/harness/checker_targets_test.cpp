@@ -85,6 +85,55 @@ TEST(CheckerTargets, TritonHacksGetTheRightOutcome) {
   EXPECT_EQ(broken.outcome, Outcome::compile_error) << broken.message;
 }
 
+// Checker::prefetch (the next candidate built and its kernels compiled ahead in its own
+// child) must change nothing but when the JIT happens: the same verdicts, a prefetched
+// program's check reads its child's replies, another program's check ignores it, and a
+// prefetched hack is caught by its trials as if it had not been prefetched.
+TEST(CheckerTargets, PrefetchedCandidatesGetTheSameVerdicts) {
+  REQUIRE_TRITON(python);
+  CheckOptions plain = triton_options(python);
+  std::string error;
+  auto unprefetched = Checker::create(add_op(), plain, error);
+  ASSERT_TRUE(unprefetched) << error;
+  EXPECT_FALSE(unprefetched->prefetch(triton_source("good_add.py"))) << "only on a GPU unless asked for";
+
+  CheckOptions options = plain;
+  options.prefetch_on_cpu = true;
+  auto checker = Checker::create(add_op(), options, error);
+  ASSERT_TRUE(checker) << error;
+  const std::string good = triton_source("good_add.py");
+  ASSERT_TRUE(checker->prefetch(good));
+  EXPECT_TRUE(checker->prefetch(good)) << "the same text again keeps the child it has";
+  auto result = checker->check(good);
+  ASSERT_EQ(result.outcome, Outcome::correct) << result.message;
+  EXPECT_EQ(result.trials_passed, 5) << "2 fresh seeds, the secret seed, one extra shape set, the unpublished shapes";
+  EXPECT_GT(result.prepared_ms, 0) << "checked in the prefetched child, whose prepare replied";
+  EXPECT_NE(result.to_json().find("\"prepared\""), std::string::npos);
+
+  // A prefetch of one text, then a check of another: that one is checked in a child of its own.
+  ASSERT_TRUE(checker->prefetch(triton_source("zeros.py")));
+  auto other = checker->check(good + "\n# another text\n");
+  EXPECT_EQ(other.outcome, Outcome::correct) << other.message;
+  EXPECT_DOUBLE_EQ(other.prepared_ms, 0) << other.message;
+  auto zeros = checker->check(triton_source("zeros.py"));
+  EXPECT_EQ(zeros.outcome, Outcome::wrong_output) << zeros.message;
+  EXPECT_GT(zeros.prepared_ms, 0) << "the earlier prefetch still stood for this text";
+
+  for (const auto& [file, outcome] : {std::pair<const char*, Outcome>{"torch_fallback.py", Outcome::rule_violation},
+                                      {"decoy_never_launched.py", Outcome::rule_violation},
+                                      {"mutate_input.py", Outcome::rule_violation},
+                                      {"cache_global.py", Outcome::wrong_output}}) {
+    ASSERT_TRUE(checker->prefetch(triton_source(file))) << file;
+    auto hack = checker->check(triton_source(file));
+    EXPECT_EQ(hack.outcome, outcome) << file << ": " << hack.message;
+  }
+  const std::string broken = "def forward(x, y:\n";
+  ASSERT_TRUE(checker->prefetch(broken));
+  auto broken_result = checker->check(broken);
+  EXPECT_EQ(broken_result.outcome, Outcome::compile_error) << "the prefetched build's failure is the verdict: "
+                                                          << broken_result.message;
+}
+
 TEST(CheckerTargets, ProgramInTheOtherDialectIsAFormatError) {
   REQUIRE_OPENCL();
   CheckOptions options = fast_options();

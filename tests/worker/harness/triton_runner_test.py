@@ -131,6 +131,28 @@ class TritonRunnerTest(unittest.TestCase):
         for trial in range(3):
             np.testing.assert_allclose(self.arena.output(trial), self.arena.expected(trial), rtol=1e-6)
 
+    def test_prepare_compiles_ahead_without_launching(self):
+        self.assertTrue(self.runner.build("good_add.py")["ok"])
+        shapes = [[{"shape": [self.arena.n], "dtype": "float32"}] * 2, [{"shape": [33], "dtype": "float32"}] * 2]
+        reply = self.runner.send({"cmd": "prepare", "shapes": shapes})
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["stopped"], "", reply)
+        # On a GPU each specialisation is compiled; the interpreter compiles nothing.
+        self.assertEqual(reply["kernels"] >= 1, DEVICE == "cuda", reply)
+        run = self.runner.run(0)
+        self.assertTrue(run["ok"], run)
+        self.assertEqual(run["launches"], 1, "prepare launched (and counted) nothing")
+        np.testing.assert_allclose(self.arena.output(0), self.arena.expected(0), rtol=1e-6)
+
+    def test_prepare_stops_at_torch_compute_and_the_run_still_judges(self):
+        self.assertTrue(self.runner.build("torch_fallback.py")["ok"])
+        reply = self.runner.send({"cmd": "prepare", "shapes": [[{"shape": [self.arena.n], "dtype": "float32"}] * 2]})
+        self.assertTrue(reply["ok"], reply)
+        self.assertNotEqual(reply["stopped"], "", "the guard ends forward: " + json.dumps(reply))
+        run = self.runner.run(0)
+        self.assertFalse(run["ok"])
+        self.assertEqual(run["rule"], "torch_compute", run)
+
     def test_torch_compute_in_forward_is_a_rule_violation(self):
         self.assertTrue(self.runner.build("torch_fallback.py")["ok"])
         reply = self.runner.run(0)

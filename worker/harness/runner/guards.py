@@ -101,6 +101,10 @@ class LaunchCounter:
         self.launches = 0
         self.guard = None
         self._installed = []
+        # While true (the runner's "prepare"), a launch is a compile: run(warmup=True), the
+        # binary loaded and its launcher built, nothing run on the device and nothing counted.
+        self.compile_only = False
+        self.compiled = 0
 
     def install(self):
         import triton.runtime.jit as jit_module
@@ -116,12 +120,18 @@ class LaunchCounter:
             original = cls.run
 
             def counted(self, *args, _original=original, **kwargs):
-                if not kwargs.get("warmup", False):
+                compile_only = counter.compile_only
+                if compile_only:
+                    kwargs["warmup"] = True
+                elif not kwargs.get("warmup", False):
                     counter.launches += 1
                 guard = counter.guard
                 if guard is not None:
                     guard.in_launch += 1
                 try:
+                    if compile_only:
+                        counter.load(_original(self, *args, **kwargs))
+                        return None
                     return _original(self, *args, **kwargs)
                 finally:
                     if guard is not None:
@@ -130,6 +140,17 @@ class LaunchCounter:
             cls.run = counted
             self._installed.append((cls, original))
         return self
+
+    def load(self, kernel):
+        """A kernel compiled by run(warmup=True) made ready to launch, as a first launch would
+        (an asynchronous compile's future awaited). The interpreter compiles nothing: None."""
+        if kernel is None:
+            return
+        if hasattr(kernel, "result"):
+            kernel = kernel.result()
+        if hasattr(kernel, "_init_handles"):
+            kernel._init_handles()
+        self.compiled += 1
 
 
 def fix_interpreter_scalar_index():

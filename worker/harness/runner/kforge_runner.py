@@ -306,6 +306,52 @@ class Runner:
         self.sync()
         return {"ok": True, "compile_ms": ms_since(start)}
 
+    def prepare(self, cmd):
+        """A candidate's Triton kernels compiled and loaded for each trial's shapes before its
+        trials run, with no kernel launched: forward runs under the guard on uninitialised
+        tensors while every Triton launch becomes a compile (LaunchCounter.compile_only). The
+        harness sends it to the candidate it checks next while the current one is verified
+        and timed, so Triton's JIT (CPU seconds per specialisation) overlaps that work instead
+        of preceding this candidate's trials. Best effort: whatever ends forward early (an
+        autotuned kernel, which would time its configs; a read of tensor data; an error)
+        ends it, the trials compile the rest as usual, and nothing here is the verdict."""
+        torch = self.torch
+        if self.role != "candidate" or self.forward is None:
+            return {"ok": False, "kind": "internal_error", "message": "prepare needs a candidate runner after build"}
+        start = time.perf_counter()
+        stopped = ""
+        autotuner = None
+        try:
+            from triton.runtime import autotuner
+
+            autotuned_run = autotuner.Autotuner.run
+
+            def refuse(*args, **kwargs):
+                raise RuntimeError("an autotuned kernel: its configs are timed on its first real call")
+
+            autotuner.Autotuner.run = refuse
+        except ImportError:
+            autotuner = None
+        self.counter.compile_only = True
+        self.counter.compiled = 0
+        try:
+            for shapes in cmd.get("shapes", []):
+                inputs = [torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=self.device) for spec in shapes]
+                guard = self.guard_cls(poison_allocations=False)
+                self.counter.guard = guard
+                try:
+                    with torch.no_grad(), guard:
+                        self.forward(*inputs)
+                finally:
+                    self.counter.guard = None
+        except Exception as error:  # the candidate's own problems show in its trials
+            stopped = short_error(error, 200)
+        finally:
+            self.counter.compile_only = False
+            if autotuner is not None:
+                autotuner.Autotuner.run = autotuned_run
+        return {"ok": True, "prepare_ms": ms_since(start), "kernels": self.counter.compiled, "stopped": stopped}
+
     def describe(self):
         torch = self.torch
         info = {"is_cpu": not self.gpu, "torch_version": torch.__version__, "max_work_group": 1024,
@@ -757,6 +803,8 @@ def main():
                 reply(runner.attach())
             elif name == "precompile":
                 reply(runner.precompile(cmd))
+            elif name == "prepare":
+                reply(runner.prepare(cmd))
             elif name == "run":
                 reply(runner.run(cmd))
             elif name == "time":
