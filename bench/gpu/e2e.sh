@@ -101,6 +101,7 @@ for idx in range(len(pairs)):
            # why a baseline is missing (a torch.compile failure says so here), and the quiet-window record
            "baseline_note": ((best.get("details") or {}).get("environment") or {}).get("baseline"),
            "timing": (gen.get("result") or {}).get("timing"),
+           "inductor": (gen.get("result") or {}).get("inductor"),  # harvested, or why not
            "phases_s": split_row(gen.get("result"))}
     rows.append(row)
     print(f"{row['op']:16s} {row['target']:7s} {row['status']:10s} verified={row['verified']} "

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -252,6 +253,13 @@ struct GateFile {
   }
 };
 
+// A long message cut to its first `head` and last `tail` characters: a Python traceback's
+// cause is at its end (torch.compile's failures on the H200 were cut before theirs).
+std::string head_and_tail(const std::string& text, size_t head, size_t tail) {
+  if (text.size() <= head + tail + 5) return text;
+  return text.substr(0, head) + " ... " + text.substr(text.size() - tail);
+}
+
 // True when the target's device will be a GPU (the first child's ready line says for sure).
 bool expects_gpu(const CheckOptions& options) {
   if (options.target == "cuda") return true;
@@ -281,13 +289,20 @@ struct Checker::Impl {
   GateFile gate;
   std::string spare_policy;                // options.spare_policy resolved: settle, gate or overlap
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
-  // The candidate to be checked next, built and its kernels compiled ahead in its own child
-  // (Checker::prefetch); its two replies (build, prepare) are read by its check.
+  // Candidates to be checked next, built and their kernels compiled ahead in their own
+  // children (Checker::prefetch), oldest first; two replies (build, prepare) each, read by
+  // the check of the same text. Two, since the caller prefetches candidate i + 1 before it
+  // checks candidate i, which was prefetched the round before.
   struct Prefetched {
     std::string program_hash;
     std::unique_ptr<SandboxChild> child;
   };
-  std::optional<Prefetched> prefetched;  // after `arena`, like sandboxes
+  static constexpr size_t kMaxPrefetched = 2;
+  std::deque<Prefetched> prefetched;  // after `arena`, like sandboxes
+  std::deque<Prefetched>::iterator find_prefetched(const std::string& program_hash) {
+    return std::find_if(prefetched.begin(), prefetched.end(),
+                        [&](const Prefetched& entry) { return entry.program_hash == program_hash; });
+  }
   std::unique_ptr<SandboxChild> gpu_reference;  // the runner with the op's own code (never a candidate's)
   // The runner timing torch.compile: it compiles the op from create() on, on inputs of its own,
   // while the reference is computed and candidates are verified; its replies (build,
@@ -824,9 +839,10 @@ bool Checker::prefetch(const std::string& program_text) {
   Impl& impl = *impl_;
   if (!(impl.gpu || impl.options.prefetch_on_cpu) || impl.options.target != "triton" || !impl.sandboxes) return false;
   const std::string hash = sha256_hex(program_text);
-  if (impl.prefetched && impl.prefetched->program_hash == hash) return true;
+  if (impl.find_prefetched(hash) != impl.prefetched.end()) return true;
   if (impl.options.cache && impl.cache.count(hash)) return false;
-  impl.prefetched.reset();  // another text's child goes (killed with its CUDA context)
+  // The oldest goes when there are too many (killed with its CUDA context): never checked.
+  if (impl.prefetched.size() >= Impl::kMaxPrefetched) impl.prefetched.pop_front();
   std::string error;
   auto child = impl.sandboxes->take(error);
   if (!child) return false;
@@ -834,7 +850,7 @@ bool Checker::prefetch(const std::string& program_text) {
   if (!child->send({{"cmd", "build"}, {"source", strip_fence(program_text)}}, "importing the module", scratch) ||
       !child->send({{"cmd", "prepare"}, {"shapes", impl.prepare_shapes()}}, "compiling the kernels ahead", scratch))
     return false;
-  impl.prefetched = Impl::Prefetched{hash, std::move(child)};
+  impl.prefetched.push_back(Impl::Prefetched{hash, std::move(child)});
   return true;
 }
 
@@ -1275,7 +1291,7 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
     auto started = clock_type::now();
     if (compile && !finish_compile_warmup(result)) {
       // The compile baseline is a bonus: say why it is missing (once), keep the verdict.
-      if (!compile_failure.empty()) environment.baseline += "; torch.compile failed: " + compile_failure.substr(0, 300);
+      if (!compile_failure.empty()) environment.baseline += "; torch.compile failed: " + head_and_tail(compile_failure, 160, 500);
       compile_failure.clear();
       break;
     }
@@ -1305,7 +1321,7 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
     if (!ready) {
       std::string why = scratch.message.empty() ? reply.value("message", reply.dump()) : scratch.message;
       if (compile) {
-        environment.baseline += "; torch.compile failed: " + why.substr(0, 300);
+        environment.baseline += "; torch.compile failed: " + head_and_tail(why, 160, 500);
         compile_reference.reset();
         break;
       }
@@ -1330,7 +1346,7 @@ void Checker::Impl::run_triton_check(const std::string& program_text, CheckResul
   auto wait_started = clock_type::now();
   std::unique_ptr<SandboxChild> child;
   bool built = false;
-  if (prefetched && prefetched->program_hash == result.program_hash) {
+  if (find_prefetched(result.program_hash) != prefetched.end()) {
     if (!take_prepared(result.program_hash, child, result)) return;  // its build failed: the verdict
     built = child != nullptr;
   }
@@ -1365,8 +1381,9 @@ bool Checker::Impl::build_reply(SandboxChild& child, CheckResult& result) {
 // null and the check starts over in a fresh one.
 bool Checker::Impl::take_prepared(const std::string& program_hash, std::unique_ptr<SandboxChild>& child,
                                   CheckResult& result) {
-  std::unique_ptr<SandboxChild> prepared = std::move(prefetched->child);
-  prefetched.reset();
+  auto entry = find_prefetched(program_hash);
+  std::unique_ptr<SandboxChild> prepared = std::move(entry->child);
+  prefetched.erase(entry);
   if (!build_reply(*prepared, result)) return false;
   json reply;
   CheckResult scratch;

@@ -226,8 +226,8 @@ class Checker {
   //! child of its own, which imports it and compiles its kernels for every trial's shapes
   //! without launching any (the runner's "prepare"), while the caller checks the current
   //! one; check() of the same text then finds its JIT done. False (and nothing started)
-  //! elsewhere, or when the program's result is cached. At most one is kept: a prefetch
-  //! of another text replaces it.
+  //! elsewhere, or when the program's result is cached. At most two are kept (the next
+  //! candidate's and the one about to be checked); a third replaces the oldest.
   bool prefetch(const std::string& program_text);
 
   //! On a GPU with the triton target: compiles the op with torch.compile (default mode,

@@ -119,6 +119,24 @@ TEST(CheckerTargets, PrefetchedCandidatesGetTheSameVerdicts) {
   EXPECT_EQ(zeros.outcome, Outcome::wrong_output) << zeros.message;
   EXPECT_GT(zeros.prepared_ms, 0) << "the earlier prefetch still stood for this text";
 
+  // The worker's order: candidate i + 1 prefetched before candidate i (prefetched the round
+  // before) is checked; both keep their children. A third text replaces the oldest.
+  const std::string first = good + "\n# first\n", second = good + "\n# second\n", third = good + "\n# third\n";
+  ASSERT_TRUE(checker->prefetch(first));
+  ASSERT_TRUE(checker->prefetch(second));
+  EXPECT_GT(checker->check(first).prepared_ms, 0);
+  ASSERT_TRUE(checker->prefetch(third));
+  EXPECT_GT(checker->check(second).prepared_ms, 0);
+  EXPECT_GT(checker->check(third).prepared_ms, 0);
+  const std::string fourth = good + "\n# fourth\n", fifth = good + "\n# fifth\n", sixth = good + "\n# sixth\n";
+  ASSERT_TRUE(checker->prefetch(fourth));
+  ASSERT_TRUE(checker->prefetch(fifth));
+  ASSERT_TRUE(checker->prefetch(sixth));
+  auto evicted = checker->check(fourth);
+  EXPECT_EQ(evicted.outcome, Outcome::correct) << evicted.message;
+  EXPECT_DOUBLE_EQ(evicted.prepared_ms, 0) << "the oldest of three was dropped, and checked afresh";
+  EXPECT_GT(checker->check(sixth).prepared_ms, 0);
+
   for (const auto& [file, outcome] : {std::pair<const char*, Outcome>{"torch_fallback.py", Outcome::rule_violation},
                                       {"decoy_never_launched.py", Outcome::rule_violation},
                                       {"mutate_input.py", Outcome::rule_violation},

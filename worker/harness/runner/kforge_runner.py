@@ -178,6 +178,22 @@ def run_protocol(run, protocol, block):
     return record
 
 
+def inline_inductor_compiles(torch):
+    """Inductor compiles its Triton kernels in this process, not in its pool of compile
+    workers. On the H200 (2026-11-28) every torch.compile in a pooled reference runner after a
+    worker's first generation failed in a compile worker (SubprocException from
+    subproc_pool.do_job), so 9 of 10 generations had no compile baseline; workers forked from
+    a process that has initialised CUDA are a known way for Triton's driver to fail there
+    (CUTracer #223). An op's few kernels cost seconds in line, in the background of the
+    check (the runner compiles from Checker::create on). The setting is read per compile,
+    so it holds even after an earlier torch.compile in this process."""
+    try:
+        import torch._inductor.config as inductor_config
+    except ImportError:  # a torch without Inductor (Debian's 1.13 here) compiles nothing
+        return
+    inductor_config.compile_threads = 1
+
+
 class Runner:
     def __init__(self, role, device_name):
         import torch
@@ -220,6 +236,8 @@ class Runner:
             from guards import fix_interpreter_scalar_index
 
             fix_interpreter_scalar_index()
+        if role == "reference":
+            inline_inductor_compiles(torch)
         if role == "candidate":
             from guards import ForwardGuard, LaunchCounter
 
