@@ -100,6 +100,7 @@ for idx in range(len(pairs)):
            "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400],
            # why a baseline is missing (a torch.compile failure says so here), and the quiet-window record
            "baseline_note": ((best.get("details") or {}).get("environment") or {}).get("baseline"),
+           "sandbox": ((best.get("details") or {}).get("environment") or {}).get("sandbox"),
            "timing": (gen.get("result") or {}).get("timing"),
            "inductor": (gen.get("result") or {}).get("inductor"),  # harvested, or why not
            "phases_s": split_row(gen.get("result"))}

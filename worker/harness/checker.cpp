@@ -618,6 +618,14 @@ bool Checker::Impl::start_sandboxes(std::string& error) {
   const int default_spares = gpu ? 2 : (options.child_pool && spare_policy == "settle" ? 0 : 1);
   sandboxes->set_depth(options.spares > 0 ? options.spares : default_spares);
   environment.sandbox = sandbox_summary(first->jail_report());
+  // What the candidate runner paid before ready (Triton's compiler, the driver's helper module
+  // and a launcher: runner/warm_kernels.py), or why that failed: a failed warm-up is paid
+  // again by every candidate's first run.
+  if (const json& warm = first->device().value("warm", json::object()); warm.is_object() && !warm.empty()) {
+    environment.sandbox += "; runner warm-up " + warm.value("what", std::string("?"));
+    environment.sandbox += warm.contains("error") ? " failed: " + warm.value("error", std::string())
+                                                  : " " + format_value(warm.value("ms", 0.0)) + " ms";
+  }
   // Page-locked inputs make the per-trial copies several times faster (GPU children only).
   if (gpu)
     environment.sandbox += first->device().value("pinned_inputs", false)
