@@ -303,6 +303,27 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   std::optional<clock_type::time_point> quiet_timed_at;
   std::map<int64_t, double> disturbed_cores;  // correct candidate id -> others' cores in its disturbed timing
   std::map<int64_t, std::string> best_generator;  // correct candidate id -> its generator
+  // Inductor's placeholder (an empty source) becomes its harvested candidate here, once; when
+  // the harvest finds none, the reason goes in result.inductor and the placeholder is skipped.
+  bool inductor_tried = false;
+  auto unharvested = [&programs](size_t idx) {
+    return idx < programs.size() && programs[idx].generator == "inductor" && programs[idx].source.empty();
+  };
+  auto harvest_at = [&](size_t idx) {
+    if (inductor_tried) return false;
+    inductor_tried = true;
+    std::string why;
+    auto harvest_started = clock_type::now();
+    auto harvested = inductor_candidate(*checker, &why);
+    phases.harvest_ms += ms_since(harvest_started);
+    inductor["harvested"] = harvested.has_value();
+    if (!harvested) {
+      inductor["reason"] = why;
+      return false;
+    }
+    programs[idx] = *harvested;
+    return true;
+  };
   for (size_t sample_idx = 0;; ++sample_idx) {
     if (sample_idx == model_slot) take_model_samples();
     if (sample_idx >= programs.size()) break;
@@ -326,23 +347,15 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
       if (!wait.quiet && !ctx.cancelled()) note_busy_spell();
     }
     phases.quiet_wait_ms += ms_since(quiet_started);
-    if (programs[sample_idx].generator == "inductor" && programs[sample_idx].source.empty()) {
-      std::string why;
-      auto harvest_started = clock_type::now();
-      auto harvested = inductor_candidate(*checker, &why);
-      phases.harvest_ms += ms_since(harvest_started);
-      inductor["harvested"] = harvested.has_value();
-      if (!harvested) {
-        inductor["reason"] = why;
-        continue;
-      }
-      programs[sample_idx] = *harvested;
-    }
-    auto check_started = clock_type::now();
+    if (unharvested(sample_idx) && !harvest_at(sample_idx)) continue;
     // The next candidate's Triton JIT (seconds of CPU per kernel specialisation) runs in its
     // own child while this one is verified and timed (GPU, triton: Checker::prefetch).
-    if (sample_idx + 1 < programs.size() && !programs[sample_idx + 1].source.empty())
-      checker->prefetch(programs[sample_idx + 1].source);
+    // Inductor's kernels, last, are harvested one step early for it (between two checks, as
+    // they would be a step later); not while the model's samples, due before them, are out.
+    const size_t next = sample_idx + 1;
+    if (checker->times_on_gpu() && unharvested(next) && !model_samples.valid()) harvest_at(next);
+    auto check_started = clock_type::now();
+    if (next < programs.size() && !programs[next].source.empty()) checker->prefetch(programs[next].source);
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     phases.check_ms += ms_since(check_started);
     phases.candidates.push_back(candidate_phases(static_cast<int>(sample_idx), result));
