@@ -9,7 +9,8 @@ import sys
 # they happen; the short names are what the one-line print shows.
 SETUP = [("reference_compile", "ts"), ("inputs", "inputs"), ("reference", "cpu ref"), ("arena", "arena"),
          ("sandbox_start", "child"), ("gpu_reference_start", "ref runner"), ("gpu_reference", "gpu ref")]
-CANDIDATE = [("sandbox_wait", "wait"), ("compile", "build"), ("run", "run"), ("time_kernel", "time"),
+CANDIDATE = [("sandbox_wait", "wait"), ("compile", "build"), ("run", "run"), ("jit", "of which jit"),
+             ("time_kernel", "time"),
              ("time_eager", "eager"), ("time_compile", "compile"), ("overhead", "overhead"),
              ("spare_wait", "of which settle"), ("compare", "compare"), ("io", "io"),
              ("prepared", "jit ahead")]

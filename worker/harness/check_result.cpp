@@ -153,7 +153,7 @@ std::string CheckResult::to_json() const {
                       {"overhead", overhead_ms}, {"total", total_ms}, {"sandbox_wait", sandbox_wait_ms},
                       {"spare_wait", spare_wait_ms}, {"child", child_ms}, {"compare", compare_ms},
                       {"io", io_ms}, {"time_kernel", time_kernel_ms}, {"time_eager", time_eager_ms},
-                      {"time_compile", time_compile_ms}, {"prepared", prepared_ms}};
+                      {"time_compile", time_compile_ms}, {"jit", jit_ms}, {"prepared", prepared_ms}};
   // Messages carry a child's words and a program's bytes: invalid UTF-8 becomes U+FFFD,
   // never an exception.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -204,6 +204,7 @@ std::optional<CheckResult> CheckResult::from_json(const std::string& text) {
       out.time_kernel_ms = p.value("time_kernel", 0.0);
       out.time_eager_ms = p.value("time_eager", 0.0);
       out.time_compile_ms = p.value("time_compile", 0.0);
+      out.jit_ms = p.value("jit", 0.0);
       out.prepared_ms = p.value("prepared", 0.0);
     }
     return out;

@@ -1119,6 +1119,7 @@ bool Checker::Impl::finish_run(SandboxChild& child, double limit_s, const std::s
   if (!child.receive(limit_s, what, reply, result)) return false;
   if (!reply.value("ok", false)) return reply_failed(reply, what, result);
   result.run_ms += reply.value("run_ms", 0.0);
+  result.jit_ms += reply.value("jit_ms", 0.0);
   result.io_ms += reply.value("io_ms", 0.0);
   return true;
 }

@@ -165,6 +165,9 @@ struct CheckResult {
   double time_kernel_ms = 0;   //!< part of time: the candidate's timed runs (the wait for the timing window included)
   double time_eager_ms = 0;    //!< part of time: timing the eager baseline (0 when an earlier check's timing is reused)
   double time_compile_ms = 0;  //!< part of time: torch.compile's first compile (or the wait for it) and its timing
+  //! Part of run: the time the candidate's Triton kernels took to compile and load in its
+  //! runner during the trials (JITFunction._do_compile, CompiledKernel._init_handles).
+  double jit_ms = 0;
   //! Triton's JIT of this candidate's kernels done ahead, in its child while the previous
   //! candidate was checked (Checker::prefetch): background time, in none of the phases above.
   double prepared_ms = 0;

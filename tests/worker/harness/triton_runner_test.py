@@ -114,6 +114,9 @@ class TritonRunnerTest(unittest.TestCase):
         for trial in range(3):
             reply = self.runner.run(trial)
             self.assertTrue(reply["ok"], reply)
+            # Triton's compile and load, inside run_ms: the first run's on a GPU, none after it.
+            self.assertEqual(reply["jit_ms"] > 0, DEVICE == "cuda" and trial == 0, reply)
+            self.assertLessEqual(reply["jit_ms"], reply["run_ms"] + 1e-6, reply)
             self.assertGreaterEqual(reply["launches"], 1)
             np.testing.assert_allclose(self.arena.output(trial), self.arena.expected(trial), rtol=1e-6)
 
@@ -139,9 +142,11 @@ class TritonRunnerTest(unittest.TestCase):
         self.assertEqual(reply["stopped"], "", reply)
         # On a GPU each specialisation is compiled; the interpreter compiles nothing.
         self.assertEqual(reply["kernels"] >= 1, DEVICE == "cuda", reply)
+        self.assertEqual(reply["jit_ms"] > 0, DEVICE == "cuda", reply)
         run = self.runner.run(0)
         self.assertTrue(run["ok"], run)
         self.assertEqual(run["launches"], 1, "prepare launched (and counted) nothing")
+        self.assertLess(run["jit_ms"], max(reply["jit_ms"], 1e-9), "the run found its kernel compiled and loaded")
         np.testing.assert_allclose(self.arena.output(0), self.arena.expected(0), rtol=1e-6)
 
     def test_prepare_stops_at_torch_compute_and_the_run_still_judges(self):

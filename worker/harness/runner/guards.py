@@ -3,6 +3,7 @@
 # and a launch counter on Triton's kernel launchers (a decoy kernel that never runs is
 # caught). Test: ctest -R harness_triton_runner (tests/worker/harness/triton_runner_test.py).
 import math
+import time
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -105,6 +106,11 @@ class LaunchCounter:
         # binary loaded and its launcher built, nothing run on the device and nothing counted.
         self.compile_only = False
         self.compiled = 0
+        # Seconds inside Triton's compiler (JITFunction._do_compile: the passes, ptxas) and in
+        # loading a compiled kernel (CompiledKernel._init_handles: the launcher, the module),
+        # summed since start: where a candidate's first run goes.
+        self.jit_s = 0.0
+        self.load_s = 0.0
 
     def install(self):
         import triton.runtime.jit as jit_module
@@ -139,7 +145,31 @@ class LaunchCounter:
 
             cls.run = counted
             self._installed.append((cls, original))
+        self._time_method(jit_module.JITFunction, "_do_compile", "jit_s")
+        try:
+            from triton.compiler.compiler import CompiledKernel
+
+            self._time_method(CompiledKernel, "_init_handles", "load_s")
+        except ImportError:
+            pass
         return self
+
+    def _time_method(self, cls, name, total):
+        """Adds the seconds every call of cls.name takes to self.<total> (when Triton has it)."""
+        original = getattr(cls, name, None)
+        if original is None:
+            return
+        counter = self
+
+        def timed(self, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                setattr(counter, total, getattr(counter, total) + time.perf_counter() - started)
+
+        setattr(cls, name, timed)
+        self._installed.append((cls, original))
 
     def load(self, kernel):
         """A kernel compiled by run(warmup=True) made ready to launch, as a first launch would

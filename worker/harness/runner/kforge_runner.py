@@ -352,6 +352,7 @@ class Runner:
             autotuner = None
         self.counter.compile_only = True
         self.counter.compiled = 0
+        jit_before = self.jit_ms()
         try:
             for shapes in cmd.get("shapes", []):
                 inputs = [torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=self.device) for spec in shapes]
@@ -368,7 +369,8 @@ class Runner:
             self.counter.compile_only = False
             if autotuner is not None:
                 autotuner.Autotuner.run = autotuned_run
-        return {"ok": True, "prepare_ms": ms_since(start), "kernels": self.counter.compiled, "stopped": stopped}
+        return {"ok": True, "prepare_ms": ms_since(start), "jit_ms": self.jit_ms() - jit_before,
+                "kernels": self.counter.compiled, "stopped": stopped}
 
     def describe(self):
         torch = self.torch
@@ -533,9 +535,11 @@ class Runner:
         self.sync()
         io_ms = ms_since(io_start)
         start = time.perf_counter()
+        jit_before = self.jit_ms()
         out = self.call(fn, inputs)
         self.sync()
         run_ms = ms_since(start)
+        jit_ms = self.jit_ms() - jit_before
         io_start = time.perf_counter()
         outputs = self.check_outputs(out, cmd["outputs"])
         if pristine is not None:
@@ -545,8 +549,12 @@ class Runner:
                             "byte": first_difference(torch, now, before)}
         for spec, tensor in zip(cmd["outputs"], outputs):
             self.arena.write(torch, spec, tensor)
-        return {"ok": True, "run_ms": run_ms, "io_ms": io_ms + ms_since(io_start),
+        return {"ok": True, "run_ms": run_ms, "io_ms": io_ms + ms_since(io_start), "jit_ms": jit_ms,
                 "launches": self.counter.launches if self.counter else 0}
+
+    def jit_ms(self):
+        """Milliseconds this candidate runner has spent compiling and loading Triton kernels."""
+        return 1000.0 * (self.counter.jit_s + self.counter.load_s) if self.counter else 0.0
 
     # -- time ----------------------------------------------------------------------------
     def time(self, cmd):
