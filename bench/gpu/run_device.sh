@@ -12,6 +12,8 @@
 #           (TIMING_ARGS: its extra flags; default --worker build-gpu/bin/kforge-worker, the CUDA case)
 #   e2e     PostgreSQL + kforge-server (carried) + a GPU worker; POST level-2 ops per target
 #           (E2E_OPS, E2E_TARGETS, E2E_SAMPLES: samples per generation, default 4)
+#   train   bench/training/run_device.sh $TRAIN_STAGES (default 'restore sft eval-sft ship') with the
+#           prebuilt kforge-train; results under $OUT/train (the shipped model in $OUT/train/models)
 #   jitcost bench/gpu/jit_cost.py: a teacher triton candidate's first calls per shape in a fresh
 #           process (Triton's JIT outside the harness; JITCOST_ARGS, e.g. --ops silu_mul)
 #   adversarial  every kernel of tests/worker/harness/adversarial_gpu/manifest.json, per target
@@ -242,6 +244,14 @@ stage_e2e() {
     "${E2E_TARGETS:-triton,cuda,opencl}" 2>&1 | tee "$OUT/e2e.log" | tail -40
 }
 
+stage_train() {
+  # The training pipeline with the prebuilt kforge-train on the GPU (and its harness checks on
+  # the host's PoCL), e.g. on the dataset built and packed on the CPU machine:
+  # TRAIN_STAGES='restore sft eval-sft ship' with .devcarry/train_state.tgz carried.
+  (export BIN=build-gpu/bin/kforge-train OUT="$OUT/train"
+   bounded bash bench/training/run_device.sh ${TRAIN_STAGES:-restore sft eval-sft ship}) 2>&1 | tee "$OUT/train.log" | tail -20
+}
+
 stage_jitcost() {
   bounded "$KFORGE_PYTHON" bench/gpu/jit_cost.py --bin build-gpu/bin --out "$OUT/jit_cost.json" ${JITCOST_ARGS:-} 2>&1 |
     tee "$OUT/jit_cost.log" | tail -12
@@ -323,7 +333,7 @@ for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
     prebuilt) stage_prebuilt || { log "stage prebuilt failed"; exit 1; } ;;
-    test|gtest|gtest_wait|check|timing|e2e|jitcost|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|gtest|gtest_wait|check|timing|e2e|jitcost|train|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
