@@ -90,6 +90,7 @@ for idx in range(len(pairs)):
     job = jobs[idx]
     gen = wait(job, deadline)
     best = gen.get("best") or {}
+    environment = (best.get("details") or {}).get("environment") or {}
     row = {"op": job["op"], "target": job["target"], "status": gen["status"],
            "verified": bool(best) and best.get("outcome") == "correct",
            "speedup_vs_eager": best.get("speedup"), "speedup_vs_compile": best.get("speedup_vs_compile"),
@@ -99,8 +100,8 @@ for idx in range(len(pairs)):
            "first_candidate_s": job.get("first_candidate_s"),
            "candidates": gen.get("candidates"), "source_head": (best.get("source") or "")[:400],
            # why a baseline is missing (a torch.compile failure says so here), and the quiet-window record
-           "baseline_note": ((best.get("details") or {}).get("environment") or {}).get("baseline"),
-           "sandbox": ((best.get("details") or {}).get("environment") or {}).get("sandbox"),
+           "baseline_note": environment.get("baseline"),
+           "sandbox": environment.get("sandbox"),
            "timing": (gen.get("result") or {}).get("timing"),
            "inductor": (gen.get("result") or {}).get("inductor"),  # harvested, or why not
            "phases_s": split_row(gen.get("result"))}

@@ -172,8 +172,9 @@ std::string TritonEmitter::transposed_weight_kernel(const Stage& stage, const No
   const std::string cin_group =
       k.size(py(win.groups > 1 ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()), "cin_group");
   const std::string cout_group = k.size(py(ws[1].expr()), "cout_group");
-  const std::string block = k.constant("BLOCK", "1024");
-  k.grid = "(triton.cdiv(" + numel + ", 1024),)";
+  const std::string block_size = "1024";
+  const std::string block = k.constant("BLOCK", block_size);
+  k.grid = "(triton.cdiv(" + numel + ", " + block_size + "),)";
   std::ostringstream body;
   // Element (co, ci, tap) of the forward layout, co = grp * C_out/groups + col, from
   // w[grp * C_in/groups + ci, col, tap].

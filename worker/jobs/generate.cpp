@@ -353,7 +353,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     // Inductor's kernels, last, are harvested one step early for it (between two checks, as
     // they would be a step later); not while the model's samples, due before them, are out.
     const size_t next = sample_idx + 1;
-    if (checker->times_on_gpu() && unharvested(next) && !model_samples.valid()) harvest_at(next);
+    if (gpu_timed && unharvested(next) && !model_samples.valid()) harvest_at(next);
     auto check_started = clock_type::now();
     if (next < programs.size() && !programs[next].source.empty()) checker->prefetch(programs[next].source);
     harness::CheckResult result = checker->check(programs[sample_idx].source);

@@ -338,7 +338,6 @@ class Runner:
             return {"ok": False, "kind": "internal_error", "message": "prepare needs a candidate runner after build"}
         start = time.perf_counter()
         stopped = ""
-        autotuner = None
         try:
             from triton.runtime import autotuner
 
@@ -356,13 +355,7 @@ class Runner:
         try:
             for shapes in cmd.get("shapes", []):
                 inputs = [torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=self.device) for spec in shapes]
-                guard = self.guard_cls(poison_allocations=False)
-                self.counter.guard = guard
-                try:
-                    with torch.no_grad(), guard:
-                        self.forward(*inputs)
-                finally:
-                    self.counter.guard = None
+                self.guarded(self.forward, inputs, poison=False)
         except Exception as error:  # the candidate's own problems show in its trials
             stopped = short_error(error, 200)
         finally:
@@ -489,14 +482,8 @@ class Runner:
         if self.role != "candidate":
             with torch.no_grad():
                 return fn(*inputs)
-        guard = self.guard_cls(poison_allocations=poison)
         before = self.counter.launches
-        self.counter.guard = guard
-        try:
-            with torch.no_grad(), guard:
-                out = fn(*inputs)
-        finally:
-            self.counter.guard = None
+        out, guard = self.guarded(fn, inputs, poison)
         if self.counter.launches == before:
             raise CandidateError("rule_violation", "no kernel launched: forward returned without launching a "
                                  "@triton.jit kernel (every forward must compute in Triton)", rule="no_triton_launch")
@@ -506,6 +493,17 @@ class Runner:
                 raise CandidateError("runtime_error", "out-of-bounds write: memory just outside a tensor that forward "
                                      "allocated was modified")
         return out
+
+    def guarded(self, fn, inputs, poison):
+        """fn(*inputs) under a fresh ForwardGuard that the launch counter knows about:
+        (outputs, guard)."""
+        guard = self.guard_cls(poison_allocations=poison)
+        self.counter.guard = guard
+        try:
+            with self.torch.no_grad(), guard:
+                return fn(*inputs), guard
+        finally:
+            self.counter.guard = None
 
     def check_outputs(self, out, specs):
         torch = self.torch
