@@ -291,13 +291,13 @@ struct Checker::Impl {
   std::unique_ptr<SandboxPool> sandboxes;  // after `arena`: children go before the memfd closes
   // Candidates to be checked next, built and their kernels compiled ahead in their own
   // children (Checker::prefetch), oldest first; two replies (build, prepare) each, read by
-  // the check of the same text. Two, since the caller prefetches candidate i + 1 before it
-  // checks candidate i, which was prefetched the round before.
+  // the check of the same text. prefetch_ahead + 1 of them, since the caller prefetches
+  // candidates i + 1.. before it checks candidate i, which was prefetched a round before.
   struct Prefetched {
     std::string program_hash;
     std::unique_ptr<SandboxChild> child;
   };
-  static constexpr size_t kMaxPrefetched = 2;
+  size_t max_prefetched() const { return static_cast<size_t>(std::max(1, options.prefetch_ahead)) + 1; }
   std::deque<Prefetched> prefetched;  // after `arena`, like sandboxes
   std::deque<Prefetched>::iterator find_prefetched(const std::string& program_hash) {
     return std::find_if(prefetched.begin(), prefetched.end(),
@@ -773,7 +773,9 @@ void Checker::warm_pool(const CheckOptions& options) {
   std::string error;
   SandboxLaunch launch;
   if (!impl.gate.open(error) || !impl.candidate_launch(launch, error)) return;
-  options.child_pool->warm(launch);
+  // A GPU triton generation takes its first candidate's runner and prefetch_ahead more at once.
+  const bool prefetching = options.target == "triton" && expects_gpu(options);
+  options.child_pool->warm(launch, prefetching ? std::max(1, options.prefetch_ahead) + 1 : 0);
   if (options.runner_reference || expects_gpu(options)) {
     SandboxLaunch reference = impl.reference_launch(expects_gpu(options) ? "cuda" : "cpu");
     options.child_pool->warm(reference);
@@ -850,7 +852,7 @@ bool Checker::prefetch(const std::string& program_text) {
   if (impl.find_prefetched(hash) != impl.prefetched.end()) return true;
   if (impl.options.cache && impl.cache.count(hash)) return false;
   // The oldest goes when there are too many (killed with its CUDA context): never checked.
-  if (impl.prefetched.size() >= Impl::kMaxPrefetched) impl.prefetched.pop_front();
+  if (impl.prefetched.size() >= impl.max_prefetched()) impl.prefetched.pop_front();
   std::string error;
   auto child = impl.sandboxes->take(error);
   if (!child) return false;

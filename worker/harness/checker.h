@@ -92,6 +92,10 @@ struct CheckOptions {
   //! Checker::prefetch also for triton in Triton's CPU interpreter (which compiles nothing
   //! ahead): tests of the prefetched child's path on a machine without a GPU.
   bool prefetch_on_cpu = false;
+  //! Candidates Checker::prefetch keeps compiled ahead besides the one about to be checked
+  //! (GPU, triton); warm_pool keeps this many plus one triton candidate runners, so each is
+  //! taken started. A generation prefetches that many candidates at once (worker/jobs/generate.cpp).
+  int prefetch_ahead = 1;
 };
 
 //! Where and how outputs first differed.
@@ -229,8 +233,8 @@ class Checker {
   //! child of its own, which imports it and compiles its kernels for every trial's shapes
   //! without launching any (the runner's "prepare"), while the caller checks the current
   //! one; check() of the same text then finds its JIT done. False (and nothing started)
-  //! elsewhere, or when the program's result is cached. At most two are kept (the next
-  //! candidate's and the one about to be checked); a third replaces the oldest.
+  //! elsewhere, or when the program's result is cached. At most options.prefetch_ahead + 1
+  //! are kept (those ahead and the one about to be checked); one more replaces the oldest.
   bool prefetch(const std::string& program_text);
 
   //! On a GPU with the triton target: compiles the op with torch.compile (default mode,

@@ -5,6 +5,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -64,7 +65,7 @@ void ChildPool::drop_dead(Kind& kind) {
 
 void ChildPool::want_depth(Kind& kind) {
   drop_dead(kind);
-  kind.wanted = std::max(0, depth_ - static_cast<int>(kind.children.size()) - kind.starting);
+  kind.wanted = std::max(0, std::max(depth_, kind.depth) - static_cast<int>(kind.children.size()) - kind.starting);
 }
 
 void ChildPool::spawner_loop() {
@@ -127,10 +128,12 @@ void ChildPool::refill() {
   changed_.notify_all();
 }
 
-void ChildPool::warm(const SandboxLaunch& launch) {
+void ChildPool::warm(const SandboxLaunch& launch, int depth) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    want_depth(kind_for(launch));
+    Kind& kind = kind_for(launch);
+    kind.depth = std::max(kind.depth, depth);
+    want_depth(kind);
   }
   changed_.notify_all();
 }

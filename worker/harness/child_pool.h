@@ -50,8 +50,10 @@ class ChildPool {
   //! when a check's timed work is done, so replacements start while it writes and verifies.
   void refill();
   //! Registers `launch`'s kind (if new) and has children started up to the depth (a worker
-  //! calls it at start for the kinds its targets need, so even its first generation finds them).
-  void warm(const SandboxLaunch& launch);
+  //! calls it at start for the kinds its targets need, so even its first generation finds them);
+  //! `depth` > 0 keeps at least that many of this kind (a GPU's triton candidates: one per
+  //! candidate compiled ahead).
+  void warm(const SandboxLaunch& launch, int depth = 0);
   //! Waits until the starts asked for (warm, refill) have been made and every pooled child has
   //! finished starting (dropping those that fail or died, and starting their replacements once
   //! more, logged), so none competes with a timed run on the CPU.
@@ -69,6 +71,7 @@ class ChildPool {
     std::deque<std::unique_ptr<SandboxChild>> children;
     int wanted = 0;        // starts asked for (warm, refill) and not yet made
     int starting = 0;      // being started by the spawner now
+    int depth = 0;         // kept of this kind: the pool's depth, or more (warm)
   };
   static std::string key(const SandboxLaunch& launch);
   Kind& kind_for(const SandboxLaunch& launch);  // under mutex_

@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "common/log.h"
 #include "worker/harness/child_pool.h"
 #include "worker/harness/compare.h"
 
@@ -97,6 +98,7 @@ bool SandboxChild::await_ready(std::string& error) {
       return false;
     }
     device_ = ready["device"];
+    log_runner_profile(ready, "starting");
   } catch (const std::exception& e) {
     error = "kforge-sandbox sent an invalid ready line: " + line.substr(0, 200);
     return false;
@@ -155,7 +157,17 @@ bool SandboxChild::receive(double timeout_s, const std::string& what, json& repl
   } catch (const std::exception&) {
     return fail(result, Outcome::runtime_error, what + ": the sandbox sent garbage: " + line.substr(0, 200));
   }
+  log_runner_profile(reply, what);
   return true;
+}
+
+// A runner started with KFORGE_RUNNER_PROFILE (a diagnostic, docs/harness.md) puts where a
+// command's time went in its reply: logged with the child's pid, so one child's start, attach,
+// build, prepare and runs can be followed across Checkers.
+void SandboxChild::log_runner_profile(const json& reply, const std::string& what) const {
+  if (!reply.contains("profile")) return;
+  log_info("sandbox", "runner profile",
+           {{"pid", std::to_string(process_->pid())}, {"what", what}, {"profile", reply["profile"].dump()}});
 }
 
 void SandboxChild::quit() { process_->write_all("{\"cmd\":\"quit\"}\n"); }

@@ -74,6 +74,7 @@ class SandboxChild {
   void set_stop_requested(std::function<bool()> stop_requested) { stop_requested_ = std::move(stop_requested); }
 
  private:
+  void log_runner_profile(const nlohmann::json& reply, const std::string& what) const;
   std::unique_ptr<SandboxProcess> process_;
   std::string launch_kind_;
   std::function<bool()> stop_requested_;

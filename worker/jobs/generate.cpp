@@ -186,6 +186,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.result_store = make_db_result_store(database_url);  // identical candidates are checked once across jobs
   options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   options.child_pool = pool;  // children pre-started by this worker (child_pool.h)
+  options.prefetch_ahead = generate_options.prefetch_ahead;
   // The candidates are proposed (a model's sampling, or the teacher) on another thread while
   // the checker is set up here (reference outputs, children, the baselines' runners). Not the
   // other way round: a sandboxed child dies with the thread that started it (PR_SET_PDEATHSIG).
@@ -348,14 +349,21 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
     }
     phases.quiet_wait_ms += ms_since(quiet_started);
     if (unharvested(sample_idx) && !harvest_at(sample_idx)) continue;
-    // The next candidate's Triton JIT (seconds of CPU per kernel specialisation) runs in its
-    // own child while this one is verified and timed (GPU, triton: Checker::prefetch).
-    // Inductor's kernels, last, are harvested one step early for it (between two checks, as
-    // they would be a step later); not while the model's samples, due before them, are out.
+    // The next candidates' Triton JIT (CPU work per kernel specialisation) runs in their own
+    // children while this one is verified and timed (GPU, triton: Checker::prefetch), up to
+    // prefetch_ahead of them, all started together. Inductor's kernels, last, are harvested
+    // early for it once they are among those (between two checks, as they would be later;
+    // after the first check unless they are next, so the first candidate is not held up);
+    // not while the model's samples, due before them, are out.
     const size_t next = sample_idx + 1;
-    if (gpu_timed && unharvested(next) && !model_samples.valid()) harvest_at(next);
+    const size_t ahead = static_cast<size_t>(std::max(0, generate_options.prefetch_ahead));
+    const size_t window_end = std::min(programs.size(), next + std::max<size_t>(ahead, 1));
+    for (size_t later = next; later < window_end; ++later)
+      if (gpu_timed && unharvested(later) && !model_samples.valid() && (later == next || sample_idx > 0))
+        harvest_at(later);
     auto check_started = clock_type::now();
-    if (next < programs.size() && !programs[next].source.empty()) checker->prefetch(programs[next].source);
+    for (size_t later = next; later < next + ahead && later < programs.size(); ++later)
+      if (!programs[later].source.empty()) checker->prefetch(programs[later].source);
     harness::CheckResult result = checker->check(programs[sample_idx].source);
     phases.check_ms += ms_since(check_started);
     phases.candidates.push_back(candidate_phases(static_cast<int>(sample_idx), result));
@@ -548,15 +556,17 @@ GenerateOptions GenerateOptions::from_env() {
   } else if (!text.empty() && text != "on" && text != "1") {
     throw std::invalid_argument("KFORGE_INDUCTOR_CANDIDATES must be on or off, not '" + text + "'");
   }
-  const char* pool = std::getenv("KFORGE_CHILD_POOL");
-  if (pool && *pool) {
+  auto count = [](const char* name, const char* what, int& out) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return;
     char* end = nullptr;
-    long depth = std::strtol(pool, &end, 10);
-    if (*end != '\0' || depth < 0 || depth > 64)
-      throw std::invalid_argument(std::string("KFORGE_CHILD_POOL must be a count of children from 0 to 64, not '") +
-                                  pool + "'");
-    options.child_pool = static_cast<int>(depth);
-  }
+    long parsed = std::strtol(text, &end, 10);
+    if (*end != '\0' || parsed < 0 || parsed > 64)
+      throw std::invalid_argument(std::string(name) + " must be a count of " + what + " from 0 to 64, not '" + text + "'");
+    out = static_cast<int>(parsed);
+  };
+  count("KFORGE_CHILD_POOL", "children", options.child_pool);
+  count("KFORGE_PREFETCH_AHEAD", "candidates", options.prefetch_ahead);
   return options;
 }
 
@@ -585,6 +595,7 @@ void register_generate_job(worker::HandlerRegistry& registry, const std::string&
     }
     for (auto& check_options : kinds) {
       check_options.child_pool = pool;
+      check_options.prefetch_ahead = options.prefetch_ahead;
       harness::Checker::warm_pool(check_options);
     }
   }

@@ -44,12 +44,17 @@ struct GenerateOptions {
   //! Children kept pre-started per kind by the worker's harness::ChildPool (child_pool.h);
   //! KFORGE_CHILD_POOL, default 2; 0: none, every child started per op.
   int child_pool = 2;
+  //! GPU, triton: candidates compiled ahead (each in its own child, harness::Checker::prefetch)
+  //! while the current one is checked; the pool keeps one more triton runner than this.
+  //! KFORGE_PREFETCH_AHEAD, default 3 (a generation of 4 samples and Inductor's candidate has
+  //! every later candidate compiling while the first is checked); 0: none.
+  int prefetch_ahead = 3;
   //! The worker's capabilities (target:triton, device:gpu...): the pool is warmed at start for
   //! the targets they claim (not from the environment: the worker's probe says).
   std::vector<std::string> capabilities;
 
   //! From the environment; throws std::invalid_argument on a value other than on/off, or a
-  //! KFORGE_CHILD_POOL that is not a count from 0 to 64.
+  //! KFORGE_CHILD_POOL or KFORGE_PREFETCH_AHEAD that is not a count from 0 to 64.
   static GenerateOptions from_env();
 };
 

@@ -264,16 +264,18 @@ class Runner:
         os.close(fds[0])
         os.close(fds[1])
         gate = fds[2] if len(fds) > 2 else -1
+        asked = time.perf_counter()
         try:
             if gate >= 0:
                 fcntl.flock(gate, fcntl.LOCK_EX)
+            gate_wait_ms = ms_since(asked)
             if self.arena.map_given(self.torch) and self.gpu:
                 self.arena.pin(self.torch)
         finally:
             if gate >= 0:
                 os.close(gate)  # closing releases the gate for good
         return {"ok": True, "attached": True, "pinned_inputs": self.arena.pinned, "host_pinning": self.arena.pin_note,
-                "attach_ms": ms_since(started)}
+                "attach_ms": ms_since(started), "gate_wait_ms": gate_wait_ms}
 
     def warm(self, pooled):
         """Pays before ready what the first command would pay: on a GPU a candidate runner
@@ -379,12 +381,17 @@ class Runner:
             props = torch.cuda.get_device_properties(0)
             info.update(name=props.name, platform="CUDA", compute_units=props.multi_processor_count,
                         version=f"sm_{props.major}{props.minor}", cuda_version=torch.version.cuda or "",
-                        l2_bytes=int(getattr(props, "L2_cache_size", 0)), driver=driver_version(),
-                        memory_bytes=int(props.total_memory), clocks=gpu_clocks())
+                        l2_bytes=int(getattr(props, "L2_cache_size", 0)), memory_bytes=int(props.total_memory))
         else:
             info.update(name="cpu (Triton interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "cpu",
                         platform="CPU", compute_units=os.cpu_count() or 1, version="", driver="")
         return info
+
+    def host_facts(self):
+        """The driver version and clocks, from nvidia-smi and NVML: asked outside the GPU gate,
+        since they need no CUDA context and nvidia-smi is a process start of its own, which
+        every runner starting beside a timed check would otherwise hold the gate for."""
+        return {"driver": driver_version(), "clocks": gpu_clocks()} if self.gpu else {}
 
     # -- build ---------------------------------------------------------------------------
     def build(self, cmd):
@@ -760,20 +767,56 @@ def import_heavy_modules():
 
 
 class gpu_gate:
-    """Holds the GPU gate ($KFORGE_GPU_GATE_FD) inside the block, then closes it for good."""
+    """Holds the GPU gate ($KFORGE_GPU_GATE_FD) inside the block, then closes it for good.
+    wait_ms and held_ms say how long it waited for the gate and then held it."""
 
     def __enter__(self):
         self.fd = int(os.environ.get("KFORGE_GPU_GATE_FD", "-1"))
+        asked = time.perf_counter()
         if self.fd >= 0:
             import fcntl
 
             fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.taken = time.perf_counter()
+        self.wait_ms = (self.taken - asked) * 1000.0
         return self
 
     def __exit__(self, *exc):
         if self.fd >= 0:
             os.close(self.fd)
+        self.held_ms = ms_since(self.taken)
         return False
+
+
+class Profiler:
+    """KFORGE_RUNNER_PROFILE=N (a diagnostic, docs/harness.md): every command's reply carries
+    "profile": its wall and CPU milliseconds and cProfile's N costliest functions (cumulative),
+    which the harness logs. Wall far above CPU means the runner waited (the GPU, a lock)."""
+
+    def __init__(self):
+        self.top = int(os.environ.get("KFORGE_RUNNER_PROFILE", "0") or 0)
+
+    def call(self, name, handler, *args):
+        if self.top <= 0:
+            return handler(*args)
+        import cProfile
+        import io
+        import pstats
+
+        profile = cProfile.Profile()
+        wall, cpu = time.perf_counter(), time.process_time()
+        profile.enable()
+        try:
+            message = handler(*args)
+        finally:
+            profile.disable()
+        if isinstance(message, dict):
+            text = io.StringIO()
+            pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(self.top)
+            message["profile"] = {"cmd": name, "wall_ms": round(ms_since(wall), 1),
+                                  "cpu_ms": round((time.process_time() - cpu) * 1000.0, 1),
+                                  "top": text.getvalue()[-8000:]}
+        return message
 
 
 def main():
@@ -798,16 +841,29 @@ def main():
         reply_file.write(json.dumps(message, allow_nan=False, default=str) + "\n")
         reply_file.flush()
 
+    profiler = Profiler()
     try:
+        started = time.perf_counter()
         import_heavy_modules()
+        imported = time.perf_counter()
         # The device is initialised under the GPU gate (sandbox_policy.h): a pre-started
         # runner imports torch and triton at any time, but touches the GPU only while the
         # checker is not timing; the gate is closed before any command arrives.
-        with gpu_gate():
+        with gpu_gate() as gate:
             runner = Runner(args.role, args.device)
             description = runner.describe()
+        asked = time.perf_counter()
+        description.update(runner.host_facts())
+        host_facts_ms = ms_since(asked)
         description.update(runner.warm(args.warm))
-        reply({"ready": True, "device": description})
+        ready = {"ready": True, "device": description}
+        if profiler.top > 0:
+            ready["profile"] = {"cmd": "start", "wall_ms": round(ms_since(started), 1),
+                                "cpu_ms": round(time.process_time() * 1000.0, 1),
+                                "import_ms": round((imported - started) * 1000.0, 1),
+                                "gate_wait_ms": round(gate.wait_ms, 1), "gate_held_ms": round(gate.held_ms, 1),
+                                "host_facts_ms": round(host_facts_ms, 1)}
+        reply(ready)
     except Exception as error:
         reply({"ready": False, "message": short_error(error)})
         return 1
@@ -820,21 +876,11 @@ def main():
         name = cmd.get("cmd", "")
         if name == "quit":
             break
+        handlers = {"build": runner.build, "attach": lambda _: runner.attach(), "precompile": runner.precompile,
+                    "prepare": runner.prepare, "run": runner.run, "time": runner.time, "harvest": runner.harvest}
         try:
-            if name == "build":
-                reply(runner.build(cmd))
-            elif name == "attach":
-                reply(runner.attach())
-            elif name == "precompile":
-                reply(runner.precompile(cmd))
-            elif name == "prepare":
-                reply(runner.prepare(cmd))
-            elif name == "run":
-                reply(runner.run(cmd))
-            elif name == "time":
-                reply(runner.time(cmd))
-            elif name == "harvest":
-                reply(runner.harvest(cmd))
+            if name in handlers:
+                reply(profiler.call(name, handlers[name], cmd))
             else:
                 reply({"ok": False, "kind": "internal_error", "message": f"unknown command '{name}'"})
         except Exception as error:
