@@ -65,8 +65,8 @@ class Arena:
 
 
 class Runner:
-    def __init__(self, arena, role="candidate"):
-        env = dict(os.environ)
+    def __init__(self, arena, role="candidate", extra_env=None):
+        env = dict(os.environ, **(extra_env or {}))
         if DEVICE == "cpu":
             env["TRITON_INTERPRET"] = "1"
         self.proc = subprocess.Popen([sys.executable, RUNNER, "--role", role, "--device", DEVICE], stdin=subprocess.PIPE,
@@ -119,6 +119,30 @@ class TritonRunnerTest(unittest.TestCase):
             self.assertLessEqual(reply["jit_ms"], reply["run_ms"] + 1e-6, reply)
             self.assertGreaterEqual(reply["launches"], 1)
             np.testing.assert_allclose(self.arena.output(trial), self.arena.expected(trial), rtol=1e-6)
+
+    def test_replies_carry_no_profile_unless_asked(self):
+        self.assertNotIn("profile", self.runner.ready)
+        self.assertTrue(self.runner.build("good_add.py")["ok"])
+        self.assertNotIn("profile", self.runner.run(0))
+
+    def test_profile_switch_says_where_each_command_went(self):
+        runner = Runner(self.arena, extra_env={"KFORGE_RUNNER_PROFILE": "5"})
+        try:
+            start = runner.ready.get("profile", {})
+            self.assertEqual(start.get("cmd"), "start", runner.ready)
+            for key in ("import_ms", "gate_wait_ms", "gate_held_ms", "host_facts_ms", "wall_ms", "cpu_ms"):
+                self.assertGreaterEqual(start.get(key, -1), 0, (key, start))
+            self.assertGreater(start["wall_ms"], start["import_ms"], start)
+            self.assertTrue(runner.build("good_add.py")["ok"])
+            reply = runner.run(0)
+            self.assertTrue(reply["ok"], reply)
+            profile = reply["profile"]
+            self.assertEqual(profile["cmd"], "run")
+            self.assertGreaterEqual(profile["wall_ms"], reply["run_ms"] * 0.9, reply)
+            self.assertIn("function calls", profile["top"])
+            self.assertIn("(run)", profile["top"])  # the command's own handler, by cumulative time
+        finally:
+            runner.close()
 
     def test_timing_returns_the_outputs_it_timed(self):
         self.assertTrue(self.runner.build("good_add.py")["ok"])
