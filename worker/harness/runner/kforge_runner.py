@@ -765,22 +765,25 @@ def classify(error):
 
 
 def import_heavy_modules(role):
-    """torch and triton (when installed), and for a reference runner Inductor's config (with
-    Dynamo and SymPy behind it): seconds of CPU work that needs no GPU, done before the GPU
-    gate is taken. Imported under it, Inductor held the gate 4-5 s per reference runner start
-    on the H200 (2026-11-28), and the first candidate's timing waited for it."""
+    """torch, triton and Dynamo (when installed), and for a reference runner Inductor's config:
+    seconds of CPU work that needs no GPU, done before the GPU gate is taken and before any
+    candidate arrives. Imported under the gate, Inductor held it 4-5 s per reference runner
+    start on the H200 (2026-11-28), and the first candidate's timing waited for it; imported
+    on demand, Dynamo (the first aten op under the candidate guard's dispatch mode goes through
+    torch._disable_dynamo) cost every candidate's first run 5 s there."""
     import torch  # noqa: F401
 
     try:
         import triton  # noqa: F401
     except ImportError:
         pass
-    if role == "reference":
-        try:
-            import torch._dynamo  # noqa: F401
+    try:
+        import torch._dynamo  # noqa: F401
+
+        if role == "reference":
             import torch._inductor.config  # noqa: F401
-        except ImportError:  # a torch without Inductor (Debian's 1.13 here)
-            pass
+    except ImportError:  # a torch without Dynamo and Inductor (Debian's 1.13 here)
+        pass
 
 
 class gpu_gate:

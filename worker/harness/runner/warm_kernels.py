@@ -18,10 +18,11 @@ def warm_triton(torch, device, compile_only_call=None):
     """Compiles the kernel for these argument types and loads it on the device (launcher
     included) without running it: no GPU work that a timed run elsewhere could notice.
     compile_only_call(fn, inputs), the runner's guarded call with every launch turned into a
-    compile, then launches it once more the way a candidate's forward does: the first Triton
-    launch under a torch dispatch mode (the runner's ForwardGuard) imports torch's Triton-kernel
-    higher-order op and with it Dynamo, SymPy and FSDP, about 5 s of CPU on the H200 host
-    (2026-11-28; its venv has no bytecode cache), which every candidate's first run paid."""
+    compile, then runs a forward the way a candidate's does: it allocates its output under
+    the guard (a torch dispatch mode, whose first aten op goes through torch._disable_dynamo
+    and so imports Dynamo, SymPy and FSDP: about 5 s of CPU on the H200 host on 2026-11-28,
+    where the venv has no bytecode cache, which every candidate's first run paid) and
+    launches the kernel (compiled, not run)."""
     x = torch.ones(1024, dtype=torch.float32, device=device)
     kernel = kforge_warm_pointwise.warmup(x, x, x, 1024, BLOCK=256, grid=(4,))
     if hasattr(kernel, "result"):  # an asynchronous compile's future
@@ -29,4 +30,4 @@ def warm_triton(torch, device, compile_only_call=None):
     if hasattr(kernel, "_init_handles"):
         kernel._init_handles()  # builds the launcher and loads the binary, as a first launch would
     if compile_only_call is not None:
-        compile_only_call(lambda t: kforge_warm_pointwise[(4,)](t, t, t, 1024, BLOCK=256), [x])
+        compile_only_call(lambda t: kforge_warm_pointwise[(4,)](t, t, torch.empty_like(t), 1024, BLOCK=256), [x])
