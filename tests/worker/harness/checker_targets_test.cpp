@@ -145,6 +145,20 @@ TEST(CheckerTargets, PrefetchedCandidatesGetTheSameVerdicts) {
     auto hack = checker->check(triton_source(file));
     EXPECT_EQ(hack.outcome, outcome) << file << ": " << hack.message;
   }
+  // A GPU generation prefetches prefetch_ahead candidates at once: each keeps its child
+  // until checked, one more replaces the oldest.
+  CheckOptions deep = options;
+  deep.prefetch_ahead = 3;
+  auto ahead = Checker::create(add_op(), deep, error);
+  ASSERT_TRUE(ahead) << error;
+  std::vector<std::string> texts;
+  for (const char* tag : {"a", "b", "c", "d", "e"}) texts.push_back(good + "\n# ahead " + tag + "\n");
+  for (size_t idx = 0; idx < 4; ++idx) ASSERT_TRUE(ahead->prefetch(texts[idx])) << idx;
+  for (size_t idx = 0; idx < 4; ++idx) EXPECT_GT(ahead->check(texts[idx]).prepared_ms, 0) << idx;
+  for (size_t idx = 0; idx < 5; ++idx) ASSERT_TRUE(ahead->prefetch(texts[idx] + "#again\n")) << idx;
+  EXPECT_DOUBLE_EQ(ahead->check(texts[0] + "#again\n").prepared_ms, 0) << "the oldest of five was dropped";
+  EXPECT_GT(ahead->check(texts[4] + "#again\n").prepared_ms, 0);
+
   const std::string broken = "def forward(x, y:\n";
   ASSERT_TRUE(checker->prefetch(broken));
   auto broken_result = checker->check(broken);

@@ -159,6 +159,28 @@ TEST(ChildPool, TakeRightAfterWarmGetsTheChildBeingStarted) {
   EXPECT_EQ(pool.size(launch), 0) << "nothing starts on take: replacements wait for refill()";
 }
 
+// A GPU worker keeps one triton runner per candidate it compiles ahead: warm() with a depth
+// keeps that many of the kind (more than the pool's own depth), refill() restores them.
+TEST(ChildPool, WarmWithADepthKeepsThatManyOfTheKind) {
+  REQUIRE_OPENCL();
+  ChildPool pool(1);
+  const SandboxLaunch launch = pocl_launch(pooled_pocl_options(nullptr));
+  pool.warm(launch, 3);
+  pool.settle();
+  EXPECT_EQ(pool.size(launch), 3);
+  auto first = pool.take(launch);
+  auto second = pool.take(launch);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(pool.size(launch), 1);
+  pool.refill();
+  pool.settle();
+  EXPECT_EQ(pool.size(launch), 3) << "refill restores the kind's own depth";
+  pool.warm(launch);
+  pool.settle();
+  EXPECT_EQ(pool.size(launch), 3) << "a later warm without a depth keeps the deeper one";
+  EXPECT_EQ(pool.started(), 5);
+}
+
 // A child dies with the thread that spawned it (the jail's PR_SET_PDEATHSIG): the pool starts
 // its children from its own thread, so asking from a thread that then ends costs nothing.
 TEST(ChildPool, ChildrenOutliveTheThreadThatAskedForThem) {

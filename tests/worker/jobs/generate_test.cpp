@@ -114,6 +114,26 @@ TEST(GenerateOptions, ChildPoolCountComesFromTheEnvironment) {
   unsetenv("KFORGE_CHILD_POOL");
 }
 
+TEST(GenerateOptions, PrefetchDepthComesFromTheEnvironment) {
+  unsetenv("KFORGE_PREFETCH_AHEAD");
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 3)
+      << "a generation of 4 samples and Inductor's candidate compiles all later ones at once";
+  setenv("KFORGE_PREFETCH_AHEAD", "0", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 0);
+  setenv("KFORGE_PREFETCH_AHEAD", "1", 1);
+  EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 1);
+  for (const char* bad : {"all", "-2", "3 ", "100"}) {
+    setenv("KFORGE_PREFETCH_AHEAD", bad, 1);
+    try {
+      kforge::jobs::GenerateOptions::from_env();
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KFORGE_PREFETCH_AHEAD"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("KFORGE_PREFETCH_AHEAD");
+}
+
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   KFORGE_REQUIRE_DB();
   if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
