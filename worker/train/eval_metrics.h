@@ -78,6 +78,9 @@ struct EvalSummary {
   std::map<std::string, stats::Interval> intervals;
   stats::BootstrapOptions bootstrap;  //!< how the intervals were drawn
   std::vector<OpEvalResult> per_op;   //!< one entry per op, input order
+  //! Wall seconds of evaluate_policy's phases: sampling every op, checking every sample, and
+  //! timing the correct ones alone (0 without a timing checker). Not set by summarize_eval.
+  double sample_s = 0.0, check_s = 0.0, time_s = 0.0;
 };
 
 //! Share of ALL samples of one op that are correct and faster than eager by more than p.

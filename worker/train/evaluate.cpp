@@ -4,8 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <stdexcept>
 
+#include "common/log.h"
 #include "worker/train/grpo_trainer.h"
 
 namespace kforge::train {
@@ -22,14 +24,31 @@ std::string EvalConfig::validate() const {
 EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& tasks, Checker& checker,
                             const EvalConfig& config, std::vector<OpSamples>* raw) {
   if (auto error = config.validate(); !error.empty()) throw std::invalid_argument(error);
+  // Each phase's wall time goes in the summary and, as it ends, in the log: an evaluation cut
+  // short (a device call's budget) still says where its time went.
+  auto phase_started = std::chrono::steady_clock::now();
+  auto end_phase = [&phase_started](const std::string& what, size_t count) {
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - phase_started).count();
+    phase_started = now;
+    log_info("eval", what, {{"count", std::to_string(count)}, {"seconds", std::to_string(seconds)}});
+    return seconds;
+  };
   TaskSamples sampled = sample_each_task(policy, tasks, config.samples_per_op, config.sampling, config.seed);
   const std::vector<const Task*>& sample_tasks = sampled.tasks;
   const std::vector<std::string> texts = sampled.texts();
+  const double sample_s = end_phase("sampled", texts.size());
   std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, texts, config.check_threads);
+  const double check_s = end_phase("checked", checks.size());
+  double time_s = 0.0;
   if (config.timing_checker) {
+    size_t timed = 0;
     for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx)
-      if (checks[sample_idx].outcome == Outcome::correct)
+      if (checks[sample_idx].outcome == Outcome::correct) {
         checks[sample_idx] = config.timing_checker->check(*sample_tasks[sample_idx], texts[sample_idx]);
+        ++timed;
+      }
+    time_s = end_phase("timed the correct samples", timed);
   }
   std::vector<OpSamples> ops(tasks.size());
   size_t sample_idx = 0;
@@ -41,6 +60,9 @@ EvalSummary evaluate_policy(TrainablePolicy& policy, const std::vector<Task>& ta
                                        checks[sample_idx].speedup_vs_compile});
   }
   EvalSummary summary = summarize_eval(ops, config.k);
+  summary.sample_s = sample_s;
+  summary.check_s = check_s;
+  summary.time_s = time_s;
   if (raw) *raw = std::move(ops);
   return summary;
 }
@@ -100,6 +122,7 @@ std::string eval_summary_to_json(const EvalSummary& s) {
             {"bootstrap",
              {{"resamples", s.bootstrap.resamples}, {"seed", s.bootstrap.seed}, {"level", s.bootstrap.level},
               {"over", "ops"}}},
+            {"seconds", {{"sample", s.sample_s}, {"check", s.check_s}, {"time", s.time_s}}},
             {"per_op", per_op}};
   return j.dump();
 }
