@@ -8,7 +8,8 @@
 # Each row carries where the generation's time went (its result's phases_ms, seconds:
 # bench/lib/phase_split.py), printed as one "split" line per op, and "summary" the median
 # of every phase per target.
-# Called by bench/gpu/run_device.sh e2e (after build); writes $OUT/e2e.json.
+# Called by bench/gpu/run_device.sh e2e (after build); writes $OUT/e2e.json after every op
+# ("complete": false until the last), so a run cut off by a call's budget keeps its rows.
 # Usage: bash bench/gpu/e2e.sh BUILD_DIR [OPS] [TARGETS]
 set -uo pipefail
 build=${1:-build-gpu}
@@ -76,6 +77,28 @@ def wait(job, deadline):
         time.sleep(0.25)
 
 
+def quantile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+def write(rows, complete):
+    """e2e.json with the rows so far and their summary per target (complete: every pair was
+    posted or the deadline passed); returns the summary."""
+    summary = {}
+    for target in targets:
+        done = [r["seconds_to_result"] for r in rows if r["target"] == target and r["verified"]]
+        summary[target] = {"post_to_verified_p50_s": quantile(done, 0.5), "post_to_verified_p90_s": quantile(done, 0.9),
+                           "verified": f"{len(done)}/{sum(1 for r in rows if r['target'] == target)}",
+                           "phases_median_s": median_split([r["phases_s"] for r in rows if r["target"] == target])}
+    with open(out + ".tmp", "w") as file:
+        json.dump({"rows": rows, "sequential": sequential, "summary": summary, "complete": complete,
+                   "command": ("E2E_SEQUENTIAL=1 " if sequential else "") + "bash bench/gpu/run_device.sh build e2e"},
+                  file, indent=1)
+    os.replace(out + ".tmp", out)
+    return summary
+
+
 rows = []
 deadline = time.time() + float(os.environ.get("E2E_DEADLINE_S", "480"))
 # E2E_SEQUENTIAL=1: one generation at a time (each waits for the last), so seconds_to_result
@@ -112,23 +135,10 @@ for idx in range(len(pairs)):
     if row["verified"] and row["speedup_vs_compile"] is None:
         print(f"  no torch.compile baseline: {row['baseline_note']}", flush=True)
     print(f"  split {row['op']} {row['target']}: {format_split(row['phases_s'])}", flush=True)
+    write(rows, complete=False)  # a run cut short (a device call's budget) keeps the rows it has
 
-
-def quantile(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))] if values else None
-
-
-summary = {}
-for target in targets:
-    done = [r["seconds_to_result"] for r in rows if r["target"] == target and r["verified"]]
-    summary[target] = {"post_to_verified_p50_s": quantile(done, 0.5), "post_to_verified_p90_s": quantile(done, 0.9),
-                       "verified": f"{len(done)}/{sum(1 for r in rows if r['target'] == target)}",
-                       "phases_median_s": median_split([r["phases_s"] for r in rows if r["target"] == target])}
+summary = write(rows, complete=True)
 print("summary", json.dumps(summary), flush=True)
-json.dump({"rows": rows, "sequential": sequential, "summary": summary,
-           "command": ("E2E_SEQUENTIAL=1 " if sequential else "") + "bash bench/gpu/run_device.sh build e2e"},
-          open(out, "w"), indent=1)
 EOF
 echo "e2e: $(python3 -c "print(round($(date +%s.%N) - $started, 1))") s"
 tail -5 "$OUT/e2e_worker.log"
