@@ -775,7 +775,7 @@ void Checker::warm_pool(const CheckOptions& options) {
   if (!impl.gate.open(error) || !impl.candidate_launch(launch, error)) return;
   // A GPU triton generation takes its first candidate's runner and prefetch_ahead more at once.
   const bool prefetching = options.target == "triton" && expects_gpu(options);
-  options.child_pool->warm(launch, prefetching ? std::max(1, options.prefetch_ahead) + 1 : 0);
+  options.child_pool->warm(launch, prefetching ? static_cast<int>(impl.max_prefetched()) : 0);
   if (options.runner_reference || expects_gpu(options)) {
     SandboxLaunch reference = impl.reference_launch(expects_gpu(options) ? "cuda" : "cpu");
     options.child_pool->warm(reference);

@@ -72,8 +72,8 @@ bool under(const std::string& path, const std::string& root) {
 bool passes_through(const std::string& name) {
   static const std::vector<std::string> names = {
       "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",        "CUDA_PATH",          "TRITON_INTERPRET",
-      "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "KFORGE_RUNNER_DEBUG", "KFORGE_RUNNER_PROFILE", "PYTHONPATH",      "OMP_NUM_THREADS",
-      "KFORGE_LOG_LEVEL", "NVIDIA_TF32_OVERRIDE", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST",
+      "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "KFORGE_RUNNER_DEBUG", "KFORGE_RUNNER_PROFILE", "PYTHONPATH",
+      "OMP_NUM_THREADS", "KFORGE_LOG_LEVEL", "NVIDIA_TF32_OVERRIDE", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST",
       // The OpenCL ICD loader's own search path: a host that registers its GPU's
       // platform there (a container's driver under /usr/local/nvidia) has no other.
       "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "OPENCL_VENDOR_PATH"};

@@ -359,17 +359,15 @@ class Runner:
             autotuner.Autotuner.run = refuse
         except ImportError:
             autotuner = None
-        self.counter.compile_only = True
         self.counter.compiled = 0
         jit_before = self.jit_ms()
         try:
             for shapes in cmd.get("shapes", []):
                 inputs = [torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=self.device) for spec in shapes]
-                self.guarded(self.forward, inputs, poison=False)
+                self.compile_only_call(self.forward, inputs)
         except Exception as error:  # the candidate's own problems show in its trials
             stopped = short_error(error, 200)
         finally:
-            self.counter.compile_only = False
             if autotuner is not None:
                 autotuner.Autotuner.run = autotuned_run
         return {"ok": True, "prepare_ms": ms_since(start), "jit_ms": self.jit_ms() - jit_before,
@@ -887,6 +885,8 @@ def main():
     except Exception as error:
         reply({"ready": False, "message": short_error(error)})
         return 1
+    handlers = {"build": runner.build, "attach": lambda _: runner.attach(), "precompile": runner.precompile,
+                "prepare": runner.prepare, "run": runner.run, "time": runner.time, "harvest": runner.harvest}
     for line in sys.stdin:
         try:
             cmd = json.loads(line)
@@ -896,8 +896,6 @@ def main():
         name = cmd.get("cmd", "")
         if name == "quit":
             break
-        handlers = {"build": runner.build, "attach": lambda _: runner.attach(), "precompile": runner.precompile,
-                    "prepare": runner.prepare, "run": runner.run, "time": runner.time, "harvest": runner.harvest}
         try:
             if name in handlers:
                 reply(profiler.call(name, handlers[name], cmd))
