@@ -41,11 +41,12 @@ export KFORGE_PYTHON=${KFORGE_PYTHON:-$(command -v python3)}
 export LD_LIBRARY_PATH=$deps/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_PG_BINDIR=$deps/lib/postgresql/15/bin
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/stages.log"; }
-# At most 8 files come back from a device call: everything but the summary goes into run.tgz.
+# At most 8 files come back from a device call: everything but the summaries (and the training
+# state, which would push run.tgz over the 16 MiB a file may have) goes into run.tgz.
 # A second invocation in the same call packs into run2.tgz, and so on: none overwrites another's.
 pack() {
   local files name=run.tgz n=1
-  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|kernelbench.json|stages.log|run[0-9]*.tgz)$')
+  files=$(cd "$OUT" && ls | grep -v -E '^(gpu.json|kernelbench.json|stages.log|train_state.tgz|run[0-9]*.tgz)$')
   while [ -e "$OUT/$name" ]; do n=$((n + 1)); name=run$n.tgz; done
   [ -n "$files" ] && (cd "$OUT" && tar czf "$name" $files && rm -rf $files)
 }
@@ -250,6 +251,8 @@ stage_train() {
   # TRAIN_STAGES='restore sft eval-sft ship' with .devcarry/train_state.tgz carried.
   (export BIN=build-gpu/bin/kforge-train OUT="$OUT/train"
    bounded bash bench/training/run_device.sh ${TRAIN_STAGES:-restore sft eval-sft ship}) 2>&1 | tee "$OUT/train.log" | tail -20
+  # `pack`'s state comes back as a file of its own (pack() keeps it out of run.tgz).
+  [ -f "$OUT/train/train_state.tgz" ] && mv "$OUT/train/train_state.tgz" "$OUT/"
 }
 
 stage_jitcost() {

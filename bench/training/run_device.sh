@@ -187,8 +187,10 @@ policy-bench)
   ;;
 pack)
   # What a later machine needs to go on (restore): the dataset, the SFT checkpoint, finished runs.
-  # (Whatever exists: a dataset built on a CPU machine can be carried alone.)
-  tar czf "$OUT/train_state.tgz" -C "$work" \
+  # (Whatever exists: a dataset built on a CPU machine can be carried alone.) Without the
+  # optimizer's state: GRPO, rft and evaluation start from the weights, and with it the
+  # archive (38 MB on 2026-11-28) is over the 16 MiB a device call can bring back.
+  tar czf "$OUT/train_state.tgz" --exclude=optimizer.pt -C "$work" \
     $(cd "$work" && ls -d dataset.jsonl dataset.json synth "sft/checkpoint-$SFT_STEPS" grpo_s*/final rft/final eval_*.json 2>/dev/null)
   log "pack done: $(du -h "$OUT/train_state.tgz" | cut -f1)"
   ;;

@@ -297,6 +297,10 @@ struct Checker::Impl {
     std::string program_hash;
     std::unique_ptr<SandboxChild> child;
   };
+  // Per timed side and window: gpu_time_budget_s on a GPU where set, else time_budget_s.
+  double window_s() const {
+    return gpu && options.gpu_time_budget_s > 0 ? options.gpu_time_budget_s : options.time_budget_s;
+  }
   size_t max_prefetched() const { return static_cast<size_t>(std::max(1, options.prefetch_ahead)) + 1; }
   std::deque<Prefetched> prefetched;  // after `arena`, like sandboxes
   std::deque<Prefetched>::iterator find_prefetched(const std::string& program_hash) {
@@ -1165,7 +1169,7 @@ bool Checker::Impl::outputs_match(size_t trial_idx, const std::vector<int64_t>& 
 
 TimingProtocol Checker::Impl::timing_protocol() const {
   TimingProtocol protocol;
-  protocol.max_seconds = options.time_budget_s;
+  protocol.max_seconds = window_s();
   protocol.target_iqr = options.target_iqr;
   protocol.attempts = options.timing_attempts;
   protocol.max_contention = options.max_contention;
@@ -1184,7 +1188,7 @@ std::vector<size_t> Checker::Impl::timing_trials() const {
 
 json Checker::Impl::timing_knobs() const {
   // On a GPU repeats stop once the spread is under 1% (KernelBench, GPU MODE), or at the budget.
-  return {{"max_seconds", options.time_budget_s},
+  return {{"max_seconds", window_s()},
           {"target_iqr", gpu ? std::min(options.target_iqr, 0.01) : options.target_iqr},
           {"attempts", options.timing_attempts},
           {"max_contention", options.max_contention},
@@ -1231,7 +1235,7 @@ void Checker::Impl::time_candidate(SandboxChild& child, const LaunchPlan* plan, 
     time_command["rotations"] = gpu ? 1 : rotations;  // GPUs flush L2 instead of rotating buffers
   }
   // Warm-up (at most half a window) plus up to `attempts` windows, with slack for slow runs.
-  double time_limit_s = options.time_budget_s * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
+  double time_limit_s = window_s() * (std::max(1, options.timing_attempts) + 2) + options.trial_timeout_s * 2;
   json reply;
   {
     auto window_asked = clock_type::now();
@@ -1322,7 +1326,7 @@ bool Checker::Impl::time_gpu_baselines(CheckResult& result) {
       ready = runner.exchange(warm, 300 + options.trial_timeout_s, "compiling PyTorch compile", reply, scratch) &&
               reply.value("ok", false);
     }
-    double limit_s = options.time_budget_s * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
+    double limit_s = window_s() * 4 + options.trial_timeout_s * 2 + (compile ? 300 : 0);
     if (ready) {
       TimedWindow window(options.timing_lock, held_gate(), options.stop_requested);
       ready = runner.exchange(command, limit_s, std::string("timing PyTorch ") + mode, reply, scratch) &&

@@ -49,6 +49,7 @@ struct CheckOptions {
   bool determinism = true;           //!< run the first trial twice; both runs must match
   bool time = true;                  //!< time correct candidates and the libtorch baseline
   double time_budget_s = 1.0;        //!< per timed side and window: stop repeating after this long
+  double gpu_time_budget_s = 0;      //!< > 0: time_budget_s when timed on a GPU (CUDA events; no CPU contention)
   double target_iqr = 0.02;          //!< ... or once IQR/median is below this
   int timing_attempts = 2;           //!< timing windows per side at most; another only after a disturbed one
   double max_contention = 0.25;      //!< other processes using more cores than this during a window = disturbed

@@ -187,6 +187,7 @@ worker::JobOutcome run_generate(worker::JobContext& ctx, const std::string& data
   options.stop_requested = [&ctx] { return ctx.cancelled(); };  // a cancel or shutdown ends a check in progress
   options.child_pool = pool;  // children pre-started by this worker (child_pool.h)
   options.prefetch_ahead = generate_options.prefetch_ahead;
+  options.gpu_time_budget_s = generate_options.gpu_time_budget_s;
   // The candidates are proposed (a model's sampling, or the teacher) on another thread while
   // the checker is set up here (reference outputs, children, the baselines' runners). Not the
   // other way round: a sandboxed child dies with the thread that started it (PR_SET_PDEATHSIG).
@@ -567,6 +568,14 @@ GenerateOptions GenerateOptions::from_env() {
   };
   count("KFORGE_CHILD_POOL", "children", options.child_pool);
   count("KFORGE_PREFETCH_AHEAD", "candidates", options.prefetch_ahead);
+  if (const char* text = std::getenv("KFORGE_GPU_TIME_BUDGET_S"); text && *text) {
+    char* end = nullptr;
+    double parsed = std::strtod(text, &end);
+    if (*end != '\0' || !(parsed >= 0.05 && parsed <= 10))
+      throw std::invalid_argument(std::string("KFORGE_GPU_TIME_BUDGET_S must be seconds from 0.05 to 10, not '") +
+                                  text + "'");
+    options.gpu_time_budget_s = parsed;
+  }
   return options;
 }
 

@@ -49,12 +49,19 @@ struct GenerateOptions {
   //! KFORGE_PREFETCH_AHEAD, default 3 (a generation of 4 samples and Inductor's candidate has
   //! every later candidate compiling while the first is checked); 0: none.
   int prefetch_ahead = 3;
+  //! GPU-timed checks: seconds per timed side (candidate, eager, torch.compile), warm-up
+  //! at most half of it more (harness::CheckOptions::gpu_time_budget_s). CUDA events with an
+  //! L2 flush per run reach a 1% spread in well under this, or never within 1 s for
+  //! microsecond kernels; at 1 s, timing was 6.7 of a generation's 16.8 s on the H200.
+  //! KFORGE_GPU_TIME_BUDGET_S, default 0.5 (what the KernelBench runs use), 0.05 to 10.
+  double gpu_time_budget_s = 0.5;
   //! The worker's capabilities (target:triton, device:gpu...): the pool is warmed at start for
   //! the targets they claim (not from the environment: the worker's probe says).
   std::vector<std::string> capabilities;
 
   //! From the environment; throws std::invalid_argument on a value other than on/off, or a
-  //! KFORGE_CHILD_POOL or KFORGE_PREFETCH_AHEAD that is not a count from 0 to 64.
+  //! KFORGE_CHILD_POOL or KFORGE_PREFETCH_AHEAD that is not a count from 0 to 64, or a
+  //! KFORGE_GPU_TIME_BUDGET_S that is not a number of seconds from 0.05 to 10.
   static GenerateOptions from_env();
 };
 

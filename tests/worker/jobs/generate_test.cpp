@@ -134,6 +134,25 @@ TEST(GenerateOptions, PrefetchDepthComesFromTheEnvironment) {
   unsetenv("KFORGE_PREFETCH_AHEAD");
 }
 
+TEST(GenerateOptions, GpuTimeBudgetComesFromTheEnvironment) {
+  unsetenv("KFORGE_GPU_TIME_BUDGET_S");
+  EXPECT_DOUBLE_EQ(kforge::jobs::GenerateOptions::from_env().gpu_time_budget_s, 0.5);
+  setenv("KFORGE_GPU_TIME_BUDGET_S", "1.5", 1);
+  EXPECT_DOUBLE_EQ(kforge::jobs::GenerateOptions::from_env().gpu_time_budget_s, 1.5);
+  setenv("KFORGE_GPU_TIME_BUDGET_S", "0.05", 1);
+  EXPECT_DOUBLE_EQ(kforge::jobs::GenerateOptions::from_env().gpu_time_budget_s, 0.05);
+  for (const char* bad : {"fast", "0", "-1", "0.5s", "11", "nan"}) {
+    setenv("KFORGE_GPU_TIME_BUDGET_S", bad, 1);
+    try {
+      kforge::jobs::GenerateOptions::from_env();
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KFORGE_GPU_TIME_BUDGET_S"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("KFORGE_GPU_TIME_BUDGET_S");
+}
+
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
   KFORGE_REQUIRE_DB();
   if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
