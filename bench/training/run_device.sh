@@ -123,7 +123,10 @@ EOF
 sft)
   # Resumes from the newest checkpoint: when the call's time runs out, run the stage again.
   rc=0
-  timeout "${SFT_TIMEOUT:-540}" "$bin" sft --data "$work/dataset.jsonl" --out-dir "$work/sft" --preset "$PRESET" --precision "$PRECISION" --vocab-size 4096 \
+  # --foreground: in the caller's process group, so a caller's timeout (bench/gpu/run_device.sh's
+  # budget) kills the trainer too; in a group of its own it outlived the budget and the device
+  # call was killed with its files on 2026-11-28.
+  timeout --foreground "${SFT_TIMEOUT:-540}" "$bin" sft --data "$work/dataset.jsonl" --out-dir "$work/sft" --preset "$PRESET" --precision "$PRECISION" --vocab-size 4096 \
     --steps "$SFT_STEPS" --batch ${SFT_BATCH:-32} --micro-batch ${SFT_BATCH:-32} --max-tokens 1024 --lr ${SFT_LR:-1e-3} \
     --warmup 100 --eval-every 100 --checkpoint-every 500 --seed 0 --device "$DEVICE" > "$work/sft.json" || rc=$?
   cp "$work/sft/metrics.jsonl" "$OUT/sft_metrics.jsonl"
@@ -149,7 +152,7 @@ grpo)
   # 8 tasks x G 8, and a refresh samples ~320 tasks x 4 (~90 s): 30 steps with 2 refreshes.
   rl_suite
   rc=0
-  timeout "${GRPO_TIMEOUT:-540}" "$bin" grpo --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
+  timeout --foreground "${GRPO_TIMEOUT:-540}" "$bin" grpo  # --foreground: see sft --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
     --steps "$GRPO_STEPS" ${GRPO_LIMIT_OPS:+--limit-ops $GRPO_LIMIT_OPS} --group "$GROUP" --tasks-per-step "$TASKS_PER_STEP" --micro-batch 16 \
     --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-1e-3} --advantage ${ADVANTAGE:-leave_one_out} \
     --speed-bonus among_correct --recheck ${RECHECK:-4} --curriculum-every ${CURRICULUM_EVERY:-15} \

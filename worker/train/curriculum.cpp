@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "common/log.h"
 #include "worker/train/grpo_trainer.h"
 
 namespace kforge::train {
@@ -17,7 +18,11 @@ std::vector<TaskPassRate> measure_pass_rates(TrainablePolicy& policy, Checker& c
                                              int samples, const SamplingConfig& sampling, uint64_t seed, int threads) {
   TaskSamples sampled = sample_each_task(policy, tasks, samples, sampling, seed);
   const std::vector<const Task*>& sample_tasks = sampled.tasks;
+  auto started = std::chrono::steady_clock::now();
   std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, sampled.texts(), threads);
+  log_info("curriculum", "checked",
+           {{"samples", std::to_string(checks.size())},
+            {"seconds", std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())}});
   std::vector<TaskPassRate> rates(tasks.size());
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) rates[task_idx].id = tasks[task_idx].id;
   for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx) {

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/log.h"
+
 namespace kforge::train {
 
 namespace {
@@ -103,7 +105,23 @@ TaskSamples sample_each_task(TrainablePolicy& policy, const std::vector<Task>& t
     out.prompts.push_back(policy.encode(tasks[task_idx].prompt));
     seeds.push_back(base_seed + 7919ull * task_idx);
   }
+  auto started = std::chrono::steady_clock::now();
   auto groups = policy.sample_many(out.prompts, count, sampling, seeds);
+  // What a slow sampling phase is made of (2026-11-28: a curriculum refresh on the H200 ran
+  // 8 minutes with nothing logged): how many completions, how long, how many hit the limit.
+  size_t tokens = 0, truncated = 0, samples = 0;
+  for (const auto& group : groups)
+    for (const auto& completion : group) {
+      tokens += completion.tokens.size();
+      truncated += completion.truncated ? 1 : 0;
+      ++samples;
+    }
+  log_info("policy", "sampled",
+           {{"tasks", std::to_string(tasks.size())},
+            {"samples", std::to_string(samples)},
+            {"mean_tokens", std::to_string(samples ? tokens / samples : 0)},
+            {"truncated", std::to_string(truncated)},
+            {"seconds", std::to_string(seconds_since(started))}});
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) {
     if (static_cast<int>(groups[task_idx].size()) != count)
       throw std::runtime_error("policy returned " + std::to_string(groups[task_idx].size()) + " samples, asked for " +
