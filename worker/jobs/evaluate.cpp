@@ -56,8 +56,9 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   harness::CheckOptions timed_options = train::check_options(args.check, 1.0);
   harness::CheckOptions verify_options = timed_options;
   verify_options.time = false;
-  train::HarnessChecker checker(verify_options, args.check.max_check_elements);
-  train::HarnessChecker timing_checker(timed_options, args.check.max_check_elements);
+  train::HarnessChecker checker(verify_options, args.check.max_check_elements,
+                                train::HarnessChecker::idle_for(args.check.threads));
+  train::HarnessChecker timing_checker(timed_options, args.check.max_check_elements, train::HarnessChecker::idle_for(1));
   train::EvalConfig config = train::eval_config(args, train::PromptStyle::kforge_tiny);
   if (args.check.time_kernels) config.timing_checker = &timing_checker;
 

@@ -61,7 +61,8 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
   // The trainer mixes its own 1-based step count into the sampling seed; shifting the
   // base by the resumed steps gives step s the seeds of an uninterrupted run.
   config.seed = args.seed + 1000003ull * static_cast<uint64_t>(resumed);
-  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements);
+  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements,
+                                train::HarnessChecker::idle_for(args.check.threads));
   std::unique_ptr<train::GrpoTrainer> trainer;
   try {
     trainer = std::make_unique<train::GrpoTrainer>(*policy, reference.get(), checker, config);

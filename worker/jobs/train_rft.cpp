@@ -57,7 +57,8 @@ worker::JobOutcome run(worker::JobContext& ctx, const TrainingJobOptions& option
     throw std::invalid_argument("base_model: cannot load " + base->name + "@" + std::to_string(base->version) + ": " +
                                 e.what());
   }
-  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements);
+  train::HarnessChecker checker(train::check_options(args.check, 0.3), args.check.max_check_elements,
+                                train::HarnessChecker::idle_for(args.check.threads));
   std::unique_ptr<train::RftTrainer> trainer;
   try {
     trainer = std::make_unique<train::RftTrainer>(*policy, checker, train::rft_config(args, train::PromptStyle::kforge_tiny));

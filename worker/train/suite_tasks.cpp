@@ -98,19 +98,24 @@ CheckSummary summarize_check(const harness::CheckResult& result) {
   return summary;
 }
 
-HarnessChecker::HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements)
-    : options_(options), max_check_elements_(max_check_elements) {}
+HarnessChecker::HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements, size_t max_idle)
+    : options_(options), max_check_elements_(max_check_elements), max_idle_(max_idle) {}
 HarnessChecker::~HarnessChecker() = default;
+
+size_t HarnessChecker::idle_count() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_.size();
+}
 
 std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& idle = idle_[task.id];
-    if (!idle.empty()) {
-      auto checker = std::move(idle.back());
-      idle.pop_back();
-      return checker;
-    }
+    for (auto entry = idle_.rbegin(); entry != idle_.rend(); ++entry)
+      if (entry->first == task.id) {
+        auto checker = std::move(entry->second);
+        idle_.erase(std::next(entry).base());
+        return checker;
+      }
   }
   auto parsed = spec::parse_op_spec(task.spec);
   if (!parsed.ok()) throw std::runtime_error("task " + task.id + ": " + spec::describe_errors(parsed.errors));
@@ -121,8 +126,16 @@ std::unique_ptr<harness::Checker> HarnessChecker::acquire(const Task& task) {
 }
 
 void HarnessChecker::release(const std::string& op, std::unique_ptr<harness::Checker> checker) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  idle_[op].push_back(std::move(checker));
+  std::vector<std::unique_ptr<harness::Checker>> closing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.emplace_back(op, std::move(checker));
+    while (idle_.size() > max_idle_) {
+      closing.push_back(std::move(idle_.front().second));
+      idle_.pop_front();
+    }
+  }
+  // Closed here, outside the lock: stopping a checker's children takes a moment.
 }
 
 harness::CheckResult HarnessChecker::check_full(const Task& task, const std::string& completion) {

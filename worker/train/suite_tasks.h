@@ -4,6 +4,7 @@
 // Tested by ctest -R train_harness_test.
 #pragma once
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,11 +47,23 @@ spec::OpSpec shrink_for_checking(const spec::OpSpec& spec, int64_t max_elements)
 CheckSummary summarize_check(const harness::CheckResult& result);
 
 //! Checker backed by the kernel harness. Thread-safe: each concurrent check of an op
-//! gets its own harness::Checker (reference outputs computed once per instance).
+//! gets its own harness::Checker (reference outputs computed once per instance). Between
+//! checks at most `max_idle` of them are kept, the most recently used, for the next check
+//! of their op; older ones are closed. Each holds its op's reference outputs and arena and
+//! a started sandbox child: kept for every op (a 29-op evaluation, a curriculum of 300
+//! tasks) they grew without bound (2026-11-28: 40 children and 11 GB, killed by the OOM
+//! killer on the 24 GiB CPU machine; on the H200 a refresh's checks ran 8 minutes).
 class HarnessChecker : public Checker {
  public:
   //! `max_check_elements` > 0 checks on shrunk main shapes (see shrink_for_checking).
-  explicit HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements = 0);
+  //! `max_idle`: checkers kept between checks (callers pass twice their check threads).
+  explicit HarnessChecker(const harness::CheckOptions& options, int64_t max_check_elements = 0,
+                          size_t max_idle = kDefaultMaxIdle);
+  static constexpr size_t kDefaultMaxIdle = 8;
+  //! The max_idle for `threads` checks at once: two per thread.
+  static size_t idle_for(int threads) { return static_cast<size_t>(2 * (threads > 0 ? threads : 1)); }
+  //! Checkers kept between checks now (at most max_idle).
+  size_t idle_count();
   ~HarnessChecker() override;
   //! Parses task.spec (op JSON) and checks the completion; throws std::runtime_error if the op itself is broken.
   CheckSummary check(const Task& task, const std::string& completion) override;
@@ -64,8 +77,10 @@ class HarnessChecker : public Checker {
   void release(const std::string& op, std::unique_ptr<harness::Checker> checker);
   harness::CheckOptions options_;
   int64_t max_check_elements_ = 0;
+  size_t max_idle_ = kDefaultMaxIdle;
   std::mutex mutex_;
-  std::map<std::string, std::vector<std::unique_ptr<harness::Checker>>> idle_;
+  //! Idle checkers by op, least recently released first.
+  std::list<std::pair<std::string, std::unique_ptr<harness::Checker>>> idle_;
 };
 
 }  // namespace kforge::train

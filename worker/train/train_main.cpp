@@ -181,8 +181,8 @@ int eval_command(const kforge::Flags& flags) {
   bool serial_timing = flags.get_bool("serial-timing") && options.time;
   kforge::harness::CheckOptions verify_options = options;
   if (serial_timing) verify_options.time = false;
-  HarnessChecker checker(verify_options, args.check.max_check_elements);
-  HarnessChecker timing_checker(options, args.check.max_check_elements);
+  HarnessChecker checker(verify_options, args.check.max_check_elements, HarnessChecker::idle_for(args.check.threads));
+  HarnessChecker timing_checker(options, args.check.max_check_elements, HarnessChecker::idle_for(1));
   EvalConfig config = eval_config(args, style);
   if (serial_timing) config.timing_checker = &timing_checker;
   std::vector<OpSamples> raw;
@@ -220,7 +220,8 @@ int grpo_command(const kforge::Flags& flags) {
   std::unique_ptr<ModelPolicy> reference;
   GrpoConfig config = grpo_config(args, style);
   if (config.loss.kl_beta > 0) reference = load_policy(flags, flags.get("model"), false);
-  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
+  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements,
+                         HarnessChecker::idle_for(args.check.threads));
   GrpoTrainer trainer(*policy, reference.get(), checker, config);
   std::string out_dir = flags.get("out-dir");
   fs::create_directories(out_dir);
@@ -265,7 +266,8 @@ int rft_command(const kforge::Flags& flags) {
   auto ops = first_n(load_suite(flags.get("suite"), "train"), args.check.limit_ops);
   std::vector<Task> tasks = suite_tasks(ops, style);
   auto policy = load_policy(flags, flags.get("model"));
-  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements);
+  HarnessChecker checker(check_options(args.check, flags.get_double("time-budget-s")), args.check.max_check_elements,
+                         HarnessChecker::idle_for(args.check.threads));
   RftConfig config = rft_config(args, style);
   RftTrainer trainer(*policy, checker, config);
   std::string out_dir = flags.get("out-dir");

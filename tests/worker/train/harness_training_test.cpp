@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 #include <iostream>
 #include <set>
 
@@ -121,6 +125,46 @@ TEST(HarnessTraining, HarnessCheckerMapsOutcomesAndRunsInParallel) {
   EXPECT_EQ(results[2].outcome, Outcome::format_error);
   Task broken{"broken", "", "{\"name\": 1}"};
   EXPECT_THROW(checker.check(broken, records[0].completion), std::runtime_error);
+}
+
+// Idle checkers are kept per op for the next check of that op, but only the max_idle most
+// recent: one per op without bound held every op's reference outputs and a started sandbox
+// child (a 29-op evaluation on the CPU machine reached 40 children and 11 GB and was killed
+// by the OOM killer). The ones let go are closed: their children are gone.
+TEST(HarnessTraining, HarnessCheckerKeepsOnlyTheMostRecentIdleCheckers) {
+  REQUIRE_OPENCL();
+  DatasetOptions options;
+  options.max_variants_per_op = 1;
+  options.check = fast_checks();
+  auto records = build_sft_dataset({relu_op()}, options);
+  ASSERT_EQ(records.size(), 1u);
+  // This process's kforge-sandbox children (other tests may run beside this one).
+  auto sandbox_children = [] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream comm(entry.path() / "comm"), status(entry.path() / "status");
+      std::string name, line;
+      if (!(comm >> name) || name != "kforge-sandbox") continue;
+      while (std::getline(status, line))
+        if (line.rfind("PPid:", 0) == 0 && std::stol(line.substr(5)) == static_cast<long>(getpid())) ++count;
+    }
+    return count;
+  };
+  HarnessChecker checker(fast_checks(), 0, /*max_idle=*/2);
+  // Five ops by id (the same relu under five names): each check creates its op's checker.
+  for (int op_idx = 0; op_idx < 5; ++op_idx) {
+    Task task{"relu_" + std::to_string(op_idx), records[0].prompt, kReluJson};
+    EXPECT_EQ(checker.check(task, records[0].completion).outcome, Outcome::correct) << task.id;
+    EXPECT_LE(checker.idle_count(), 2u) << "after " << task.id;
+  }
+  EXPECT_EQ(checker.idle_count(), 2u);
+  // Closed checkers leave no children: a kept checker has at most two (the child it checked
+  // with and the spare started for its next check); with all five kept there were six.
+  EXPECT_LE(sandbox_children(), 4) << "children of closed checkers still run";
+  // The most recent op's checker is reused: no new one for relu_4.
+  Task last{"relu_4", records[0].prompt, kReluJson};
+  EXPECT_EQ(checker.check(last, records[0].completion).outcome, Outcome::correct);
+  EXPECT_EQ(checker.idle_count(), 2u);
 }
 
 // The CI version of the whole method: teacher dataset -> kforge-micro SFT ->
