@@ -18,6 +18,7 @@
 #   SFT_STEPS=10 SFT_BATCH=4 EVAL_SAMPLES=2 EVAL_LIMIT_OPS=2 GRPO_STEPS=2 GROUP=2 TASKS_PER_STEP=2 \
 #   GRPO_LIMIT_OPS=4 CURRICULUM_EVERY=1 CURRICULUM_SAMPLES=1 RFT_ROUNDS=1 RFT_STEPS=2 RL_OPS=4 MAX_NEW_TOKENS=64 \
 #   THREADS=2 OUT=var/smoke/out bash bench/training/run_device.sh data sft eval-sft grpo eval-grpo rft eval-rft ship pack
+# (ctest -R train_device_script runs it, with PYTHON: a python with torch, for ship).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench pack)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -151,8 +152,8 @@ grpo)
   # the run must fit one call. Budget on an H100 + 16 PoCL cores (run3): ~11.5 s a step at
   # 8 tasks x G 8, and a refresh samples ~320 tasks x 4 (~90 s): 30 steps with 2 refreshes.
   rl_suite
-  rc=0
-  timeout --foreground "${GRPO_TIMEOUT:-540}" "$bin" grpo  # --foreground: see sft --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
+  rc=0  # timeout --foreground: see sft
+  timeout --foreground "${GRPO_TIMEOUT:-540}" "$bin" grpo --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
     --steps "$GRPO_STEPS" ${GRPO_LIMIT_OPS:+--limit-ops $GRPO_LIMIT_OPS} --group "$GROUP" --tasks-per-step "$TASKS_PER_STEP" --micro-batch 16 \
     --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-1e-3} --advantage ${ADVANTAGE:-leave_one_out} \
     --speed-bonus among_correct --recheck ${RECHECK:-4} --curriculum-every ${CURRICULUM_EVERY:-15} \
@@ -178,7 +179,7 @@ rft)
   ;;
 ship)
   # The evaluated model with the best held-out correct rate, bf16, with its provenance.
-  python3 bench/training/ship_model.py "$work" "$OUT/models/kforge-tiny" \
+  "${PYTHON:-python3}" bench/training/ship_model.py "$work" "$OUT/models/kforge-tiny" \
     --command "bash bench/training/run_device.sh $*" --sft-steps "$SFT_STEPS"
   log "ship done: $(du -sh "$OUT/models/kforge-tiny" | cut -f1)"
   ;;
