@@ -77,6 +77,8 @@ def follow(api, jobs, timeout_s):
                 timing = (gen.get("result") or {}).get("timing") or {}
                 job.update(status=gen["status"], finished_s=round(now, 2), speedup=best.get("speedup"),
                            verified=best.get("outcome") == "correct", generator=(gen.get("result") or {}).get("generator"),
+                           best_generator=(gen.get("result") or {}).get("best_generator"),
+                           proposed_by_generator=(gen.get("result") or {}).get("proposed_by_generator"),
                            quiet_wait_s=timing.get("quiet_wait_s"), timing_reliable=timing.get("reliable"),
                            phases_s=split_row(gen.get("result")))
                 job.setdefault("first_candidate_s", round(now, 2))  # finished between two polls
@@ -208,7 +210,8 @@ def main():
                          "max": max([job.get("quiet_wait_s") or 0 for job in latency], default=None)},
         "timing_unreliable": "%d/%d" % (sum(1 for job in latency if job.get("timing_reliable") is False), len(verified)),
         "latency_rows": [{key: job.get(key) for key in ("op", "first_candidate_s", "verified_s", "status",
-                                                        "speedup", "generator", "quiet_wait_s", "timing_reliable",
+                                                        "speedup", "generator", "best_generator", "proposed_by_generator",
+                                                        "quiet_wait_s", "timing_reliable",
                                                         "phases_s")}
                          for job in latency],
         # Where a generation's time went (seconds): the median of every phase over the latency runs.
