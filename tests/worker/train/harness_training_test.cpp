@@ -44,6 +44,14 @@ kforge::harness::CheckOptions fast_checks() {
   return options;
 }
 
+// One verified teacher kernel per op.
+DatasetOptions one_variant() {
+  DatasetOptions options;
+  options.max_variants_per_op = 1;
+  options.check = fast_checks();
+  return options;
+}
+
 #define REQUIRE_OPENCL()                                                               \
   do {                                                                                 \
     if (kforge::harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device"; \
@@ -109,10 +117,7 @@ TEST(HarnessTraining, ShrunkIndexRangesFollowTheirTableAndABrokenOpIsSkipped) {
 
 TEST(HarnessTraining, HarnessCheckerMapsOutcomesAndRunsInParallel) {
   REQUIRE_OPENCL();
-  DatasetOptions options;
-  options.max_variants_per_op = 1;
-  options.check = fast_checks();
-  auto records = build_sft_dataset({relu_op()}, options);
+  auto records = build_sft_dataset({relu_op()}, one_variant());
   ASSERT_EQ(records.size(), 1u);
   HarnessChecker checker(fast_checks());
   Task task{"relu_small", records[0].prompt, kReluJson};
@@ -133,10 +138,7 @@ TEST(HarnessTraining, HarnessCheckerMapsOutcomesAndRunsInParallel) {
 // by the OOM killer). The ones let go are closed: their children are gone.
 TEST(HarnessTraining, HarnessCheckerKeepsOnlyTheMostRecentIdleCheckers) {
   REQUIRE_OPENCL();
-  DatasetOptions options;
-  options.max_variants_per_op = 1;
-  options.check = fast_checks();
-  auto records = build_sft_dataset({relu_op()}, options);
+  auto records = build_sft_dataset({relu_op()}, one_variant());
   ASSERT_EQ(records.size(), 1u);
   // This process's kforge-sandbox children (other tests may run beside this one).
   auto sandbox_children = [] {
