@@ -6,16 +6,13 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/elapsed.h"
 #include "worker/harness/cpu_contention.h"
 
 namespace kforge::harness {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point start) {
-  return std::chrono::duration<double>(clock_type::now() - start).count();
-}
 
 struct Window {
   std::vector<double> wall, device;

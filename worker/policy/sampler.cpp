@@ -11,13 +11,11 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "common/elapsed.h"
+
 namespace kforge::policy {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 void sync_device(const at::Tensor& tensor) {
   // A .item() on a device tensor waits for the queue; cheap and portable across libtorch versions.

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "common/elapsed.h"
 #include "common/log.h"
 #include "worker/train/grpo_trainer.h"
 
@@ -22,7 +23,7 @@ std::vector<TaskPassRate> measure_pass_rates(TrainablePolicy& policy, Checker& c
   std::vector<CheckSummary> checks = check_parallel(checker, sample_tasks, sampled.texts(), threads);
   log_info("curriculum", "checked",
            {{"samples", std::to_string(checks.size())},
-            {"seconds", std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())}});
+            {"seconds", std::to_string(seconds_since(started))}});
   std::vector<TaskPassRate> rates(tasks.size());
   for (size_t task_idx = 0; task_idx < tasks.size(); ++task_idx) rates[task_idx].id = tasks[task_idx].id;
   for (size_t sample_idx = 0; sample_idx < checks.size(); ++sample_idx) {
@@ -93,7 +94,7 @@ std::optional<CurriculumStats> refresh_curriculum(TaskSchedule& schedule, Traina
   auto rates = measure_pass_rates(policy, checker, schedule.tasks(), samples, sampling,
                                   seed ^ (0x5DEECE66Dull * static_cast<uint64_t>(step)), check_threads);
   CurriculumStats stats = schedule.set_pass_rates(rates);
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.seconds = seconds_since(start);
   return stats;
 }
 

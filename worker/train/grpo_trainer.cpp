@@ -15,15 +15,12 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/elapsed.h"
 #include "common/log.h"
 
 namespace kforge::train {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Pads per-sample float vectors into [B,C].
 at::Tensor pad_rows(const std::vector<const std::vector<float>*>& rows, int64_t width) {

@@ -10,17 +10,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/elapsed.h"
 #include "worker/train/grpo_trainer.h"
 
 namespace kforge::train {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 std::string RftConfig::validate() const {
   if (rounds < 1) return "rft.rounds must be >= 1";

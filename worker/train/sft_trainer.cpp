@@ -15,6 +15,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "common/elapsed.h"
 #include "common/log.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/sft_loss.h"
@@ -261,7 +262,7 @@ SftResult SftTrainer::run(const std::function<void(const SftStepMetrics&)>& on_s
     if (impl.writes_checkpoints() &&
         (last || (impl.config.checkpoint_every > 0 && impl.step % impl.config.checkpoint_every == 0)))
       metrics.checkpoint = impl.write_checkpoint(metrics.val_loss);
-    metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics.seconds = seconds_since(start);
     result.final_loss = metrics.loss;
     if (metrics.val_loss) result.val_loss = metrics.val_loss;
     if (!metrics.checkpoint.empty()) result.checkpoint = metrics.checkpoint;
