@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <initializer_list>
 
 #include <thread>
 #include <vector>
@@ -114,6 +115,24 @@ TEST(GenerateOptions, ChildPoolCountComesFromTheEnvironment) {
   unsetenv("KFORGE_CHILD_POOL");
 }
 
+namespace {
+
+// Each of `bad` in the variable `name` makes GenerateOptions::from_env throw, naming the variable.
+void expect_refused(const char* name, std::initializer_list<const char*> bad) {
+  for (const char* value : bad) {
+    setenv(name, value, 1);
+    try {
+      kforge::jobs::GenerateOptions::from_env();
+      ADD_FAILURE() << name << ": accepted '" << value << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  unsetenv(name);
+}
+
+}  // namespace
+
 TEST(GenerateOptions, PrefetchDepthComesFromTheEnvironment) {
   unsetenv("KFORGE_PREFETCH_AHEAD");
   EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 3)
@@ -122,16 +141,7 @@ TEST(GenerateOptions, PrefetchDepthComesFromTheEnvironment) {
   EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 0);
   setenv("KFORGE_PREFETCH_AHEAD", "1", 1);
   EXPECT_EQ(kforge::jobs::GenerateOptions::from_env().prefetch_ahead, 1);
-  for (const char* bad : {"all", "-2", "3 ", "100"}) {
-    setenv("KFORGE_PREFETCH_AHEAD", bad, 1);
-    try {
-      kforge::jobs::GenerateOptions::from_env();
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("KFORGE_PREFETCH_AHEAD"), std::string::npos) << e.what();
-    }
-  }
-  unsetenv("KFORGE_PREFETCH_AHEAD");
+  expect_refused("KFORGE_PREFETCH_AHEAD", {"all", "-2", "3 ", "100"});
 }
 
 TEST(GenerateOptions, GpuTimeBudgetComesFromTheEnvironment) {
@@ -141,16 +151,7 @@ TEST(GenerateOptions, GpuTimeBudgetComesFromTheEnvironment) {
   EXPECT_DOUBLE_EQ(kforge::jobs::GenerateOptions::from_env().gpu_time_budget_s, 1.5);
   setenv("KFORGE_GPU_TIME_BUDGET_S", "0.05", 1);
   EXPECT_DOUBLE_EQ(kforge::jobs::GenerateOptions::from_env().gpu_time_budget_s, 0.05);
-  for (const char* bad : {"fast", "0", "-1", "0.5s", "11", "nan"}) {
-    setenv("KFORGE_GPU_TIME_BUDGET_S", bad, 1);
-    try {
-      kforge::jobs::GenerateOptions::from_env();
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("KFORGE_GPU_TIME_BUDGET_S"), std::string::npos) << e.what();
-    }
-  }
-  unsetenv("KFORGE_GPU_TIME_BUDGET_S");
+  expect_refused("KFORGE_GPU_TIME_BUDGET_S", {"fast", "0", "-1", "0.5s", "11", "nan"});
 }
 
 TEST(GenerateJob, PostToLeaderboardThroughRealServerAndWorker) {
