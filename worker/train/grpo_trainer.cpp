@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <random>
 #include <cmath>
 #include <stdexcept>
@@ -139,15 +140,22 @@ std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<con
     throw std::invalid_argument("check_parallel: one secret seed per completion");
   std::vector<CheckSummary> results(completions.size());
   std::atomic<size_t> next{0};
+  std::mutex errors_mutex;
+  size_t failed = 0;
+  std::string first_error;
   auto work = [&] {
     for (size_t sample_idx = next++; sample_idx < completions.size(); sample_idx = next++) {
       try {
         results[sample_idx] = secret_seeds.empty()
                                   ? checker.check(*tasks[sample_idx], completions[sample_idx])
                                   : checker.recheck(*tasks[sample_idx], completions[sample_idx], secret_seeds[sample_idx]);
-      } catch (const std::exception&) {
-        // A checker must not throw for bad completions; if it does, the sample gets nothing.
+      } catch (const std::exception& e) {
+        // The checker throws when the check itself cannot run (the op is broken, no device):
+        // not the completion's fault. The sample gets nothing and says why.
         results[sample_idx] = CheckSummary{Outcome::format_error};
+        results[sample_idx].message = std::string("the check could not run: ") + e.what();
+        std::lock_guard<std::mutex> lock(errors_mutex);
+        if (failed++ == 0) first_error = e.what();
       }
     }
   };
@@ -156,6 +164,13 @@ std::vector<CheckSummary> check_parallel(Checker& checker, const std::vector<con
   for (int thread_idx = 1; thread_idx < worker_count; ++thread_idx) pool.emplace_back(work);
   work();
   for (auto& thread : pool) thread.join();
+  // No check ran at all: the harness is broken on this host (2026-11-28: a sandbox with no
+  // OpenCL device scored every sample as a format error). Scores of nothing are no scores.
+  if (failed > 0 && failed == completions.size())
+    throw std::runtime_error("none of " + std::to_string(failed) + " checks could run: " + first_error);
+  if (failed > 0)
+    log_warn("train", "checks that could not run",
+              {{"failed", std::to_string(failed)}, {"of", std::to_string(completions.size())}, {"first", first_error}});
   return results;
 }
 

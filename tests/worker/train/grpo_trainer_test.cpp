@@ -198,5 +198,26 @@ TEST(CheckParallel, RunsChecksConcurrentlyAndContainsThrowingCheckers) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 0.6) << "8 checks of 100 ms on 4 threads";
   EXPECT_EQ(results[3].outcome, Outcome::format_error);
+  EXPECT_EQ(results[3].message, "the check could not run: checker bug");
   EXPECT_EQ(results[0].outcome, Outcome::correct);
+}
+
+// When no check can run (a sandbox with no device, 2026-11-28), the batch fails with the
+// reason instead of scoring every sample as a format error.
+TEST(CheckParallel, FailsWhenNoCheckCouldRun) {
+  class BrokenChecker : public Checker {
+   public:
+    CheckSummary check(const Task&, const std::string&) override {
+      throw std::runtime_error("kforge-sandbox: no OpenCL device matches ''");
+    }
+  } checker;
+  Task task{"op", "a", ""};
+  std::vector<const Task*> tasks(4, &task);
+  std::vector<std::string> texts(4, "ok");
+  try {
+    check_parallel(checker, tasks, texts, 2);
+    FAIL() << "check_parallel returned scores for checks that never ran";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "none of 4 checks could run: kforge-sandbox: no OpenCL device matches ''");
+  }
 }
