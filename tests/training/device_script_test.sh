@@ -23,6 +23,16 @@ for f in dataset.json sft.json eval_sft.json grpo_s0.json eval_grpo_s0.json rft.
   [ -s "$work/out/$f" ] || { echo "FAIL: the run left no $f"; fail=1; }
 done
 [ -s "$work/w/grpo_s0/final/config.json" ] || { echo "FAIL: grpo wrote no final model"; fail=1; }
+# GRPO_MAX_SECONDS: a run stops at its wall-clock budget and still writes final/ (the device
+# call's timeout would kill it with nothing saved).
+SEED=1 WORK=$work/w OUT=$work/out DEVICE=cpu BIN=$bin SFT_STEPS=10 GRPO_STEPS=50 GROUP=2 TASKS_PER_STEP=2 GRPO_LIMIT_OPS=4 \
+  CURRICULUM_EVERY=0 MAX_NEW_TOKENS=64 THREADS=2 GRPO_MAX_SECONDS=1 \
+  bash bench/training/run_device.sh grpo >> "$work/log" 2>&1 || { echo "FAIL: the budgeted grpo run exited non-zero"; fail=1; }
+steps=$(python3 -c 'import json,sys;d=json.load(open(sys.argv[1]));print(d["steps"], d["steps_asked"])' "$work/out/grpo_s1.json" 2>/dev/null || true)
+case "$steps" in
+  "50 50"|"0 50"|"") echo "FAIL: GRPO_MAX_SECONDS=1 did not stop the run early with a step done (steps, asked: '$steps')"; fail=1 ;;
+esac
+[ -s "$work/w/grpo_s1/final/config.json" ] || { echo "FAIL: the budgeted grpo run wrote no final model"; fail=1; }
 # pack leaves the optimizer out (with it the state was over what a device call brings back).
 packed=$(tar tzf "$work/out/train_state.tgz")
 if grep -q optimizer.pt <<<"$packed"; then echo "FAIL: train_state.tgz holds optimizer.pt"; fail=1; fi

@@ -39,8 +39,13 @@ std::vector<FlagSpec> own_flags(const std::string& command) {
             {"out-dir", "", "var/train", "checkpoints and metrics.jsonl"}};
   }
   if (command == "grpo" || command == "rft") {
-    return {{"model", "", "", "HF model directory to start from"},
-            {"out-dir", "", "var/train", "checkpoints, final/ and metrics.jsonl"}};
+    std::vector<FlagSpec> flags = {{"model", "", "", "HF model directory to start from"},
+                                   {"out-dir", "", "var/train", "checkpoints, final/ and metrics.jsonl"}};
+    if (command == "grpo")
+      flags.push_back({"max-seconds", "", "0",
+                       "wall-clock budget: no step starts after this many seconds, and final/ holds the last "
+                       "step's policy (0 = none)"});
+    return flags;
   }
   if (command == "eval") {
     return {{"model", "", "", "HF model directory"},

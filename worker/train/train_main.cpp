@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/config.h"
+#include "common/elapsed.h"
 #include "common/log.h"
 #include "worker/policy/autocast.h"
 #include "worker/train/curriculum.h"
@@ -230,7 +231,16 @@ int grpo_command(const kforge::Flags& flags) {
   // with --curriculum-every N, re-measured every N steps).
   TaskSchedule schedule(tasks, config.seed);
   std::optional<CurriculumStats> curriculum;
+  const double max_seconds = flags.get_double("max-seconds");
+  if (max_seconds < 0) throw std::invalid_argument("--max-seconds must be >= 0, not " + flags.get("max-seconds"));
+  const auto started = std::chrono::steady_clock::now();
+  int steps_done = 0;
   for (int step_idx = 0; step_idx < config.steps; ++step_idx) {
+    if (max_seconds > 0 && kforge::seconds_since(started) >= max_seconds) {
+      kforge::log_warn("grpo", "stopped at the wall-clock budget",
+               {{"steps_done", std::to_string(steps_done)}, {"max_seconds", flags.get("max-seconds")}});
+      break;
+    }
     if (auto refreshed = refresh_curriculum(schedule, *policy, checker, config.sampling, config.check_threads, config.seed,
                                             args.curriculum_every, args.curriculum_samples, step_idx + 1)) {
       curriculum = refreshed;
@@ -248,13 +258,14 @@ int grpo_command(const kforge::Flags& flags) {
                   m.groups_kept + m.groups_dropped);
     progress_bar("grpo", step_idx + 1, config.steps, extra);
     int step = step_idx + 1;
+    steps_done = step;
     if (args.checkpoint_every > 0 && step % args.checkpoint_every == 0 && step < config.steps)
       write_checkpoint(out_dir, step, *policy, trainer.optimizer(), Json{{"method", "grpo"}}, /*keep=*/2);
   }
   std::string final_dir = out_dir + "/final";
   fs::create_directories(final_dir);
   policy->save(final_dir);
-  std::cout << Json{{"steps", config.steps}, {"model", final_dir}}.dump() << "\n";
+  std::cout << Json{{"steps", steps_done}, {"steps_asked", config.steps}, {"model", final_dir}}.dump() << "\n";
   return 0;
 }
 
