@@ -27,6 +27,7 @@
 #           written after every problem, so a call cut off keeps what it checked
 #   jaildiag  which jail layer hides NVIDIA's OpenCL platform from a jailed child: one check
 #           of an honest OpenCL kernel on the GPU per layer left out (KFORGE_SANDBOX_DISABLE)
+#   jailcost  what a jailed child's start costs here: checks in a row and 16 at once, per sandbox layer off
 #   diag    why tests crash on this host (std::filesystem symbols, a backtrace)
 #   summarize  bench/gpu/summarize.py: $OUT/gpu.json in the keys of bench/results/gpu.json
 # Results land in $OUT (logs, JSON); state in build-gpu/ and var/gpu/ while the machine is warm.
@@ -249,10 +250,13 @@ stage_train() {
   # The training pipeline with the prebuilt kforge-train on the GPU (and its harness checks on
   # the host's PoCL), e.g. on the dataset built and packed on the CPU machine:
   # TRAIN_STAGES='restore sft eval-sft ship' with .devcarry/train_state.tgz carried.
+  local rc
   (export BIN=build-gpu/bin/kforge-train OUT="$OUT/train"
    bounded bash bench/training/run_device.sh ${TRAIN_STAGES:-restore sft eval-sft ship}) 2>&1 | tee "$OUT/train.log" | tail -20
+  rc=${PIPESTATUS[0]}
   # `pack`'s state comes back as a file of its own (pack() keeps it out of run.tgz).
-  [ -f "$OUT/train/train_state.tgz" ] && mv "$OUT/train/train_state.tgz" "$OUT/"
+  if [ -f "$OUT/train/train_state.tgz" ]; then mv "$OUT/train/train_state.tgz" "$OUT/"; fi
+  return "$rc"
 }
 
 stage_jitcost() {
@@ -311,6 +315,32 @@ stage_jaildiag() {
   done
 }
 
+# What a jailed child's start costs on this host, alone and 16 at once (GRPO's checks on the
+# H200 host: 128 checks on 16 threads took over 75 s with the sandbox's defaults and 24 s with
+# its filesystem and user layers off, 2026-11-28): JAILCOST_RUNS checks of an honest OpenCL kernel
+# on PoCL in a row, then 16 side by side, per KFORGE_SANDBOX_DISABLE setting.
+stage_jailcost() {
+  log "jailcost: kernel $(uname -r), $(wc -l < /proc/self/mountinfo) mounts, $(nproc) cores"
+  local disable run start
+  local check=("${JAILCOST_BIN:-build-gpu/bin}/kforge-worker" check suite/level2/silu_mul.json
+               tests/worker/harness/adversarial_gpu/honest.cl --target opencl --device cpu --trials 1 --no-time)
+  elapsed() { python3 -c "import time,sys;print(round(time.time()-float(sys.argv[1]),2))" "$1"; }
+  for disable in ${JAILCOST_LAYERS:-none filesystem,user user}; do  # none: every layer on
+    [ "$disable" = none ] && disable=
+    export KFORGE_SANDBOX_DISABLE=$disable
+    local ok=0 pids=()
+    start=$(date +%s.%N)
+    for run in $(seq "${JAILCOST_RUNS:-4}"); do bounded "${check[@]}" > /dev/null 2>&1 && ok=$((ok + 1)); done
+    log "jailcost without '${disable:-nothing}': ${JAILCOST_RUNS:-4} in a row $(elapsed "$start") s, $ok correct"
+    ok=0
+    start=$(date +%s.%N)
+    for run in $(seq 16); do bounded "${check[@]}" > /dev/null 2>&1 & pids+=($!); done
+    for run in "${pids[@]}"; do wait "$run" && ok=$((ok + 1)); done
+    log "jailcost without '${disable:-nothing}': 16 at once $(elapsed "$start") s, $ok correct"
+  done
+  unset KFORGE_SANDBOX_DISABLE
+}
+
 # Why tests crash on this host: a backtrace, and which libraries define std::filesystem.
 stage_diag() {
   local torch_lib
@@ -336,7 +366,7 @@ for stage in "$@"; do
   case "$stage" in
     build) stage_build || { log "stage build failed"; exit 1; } ;;
     prebuilt) stage_prebuilt || { log "stage prebuilt failed"; exit 1; } ;;
-    test|gtest|gtest_wait|check|timing|e2e|jitcost|train|adversarial|harness|teacher|diag|jaildiag|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
+    test|gtest|gtest_wait|check|timing|e2e|jitcost|train|adversarial|harness|teacher|diag|jaildiag|jailcost|kernelbench|summarize) "stage_$stage" || log "stage $stage failed" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -3,7 +3,7 @@
 # PoCL on its CPU cores: SFT, GRPO and expert iteration (rft) on the GPU, every check through
 # the real harness on PoCL. One or more stages per call (a device command is limited to 10 min):
 #   bash bench/training/run_device.sh STAGE...
-#   stages: build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench pack
+#   stages: build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench check-sweep pack
 # (restore: unpack .devcarry/train_state.tgz, the state `pack` wrote on an earlier machine:
 # dataset, SFT checkpoint and whatever GRPO/rft runs finished, instead of running them again).
 # GRPO and its evaluation are per seed: SEED=1 bash run_device.sh grpo eval-grpo writes
@@ -20,7 +20,7 @@
 #   THREADS=2 OUT=var/smoke/out bash bench/training/run_device.sh data sft eval-sft grpo eval-grpo rft eval-rft ship pack
 # (ctest -R train_device_script runs it, with PYTHON: a python with torch, for ship).
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench pack)" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: run_device.sh STAGE... (build restore data sft eval-sft grpo eval-grpo rft eval-rft ship policy-bench check-sweep pack)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 OUT=${OUT:-/tmp/kforge_out}
@@ -153,8 +153,10 @@ grpo)
   # 8 tasks x G 8, and a refresh samples ~320 tasks x 4 (~90 s): 30 steps with 2 refreshes.
   rl_suite
   rc=0  # timeout --foreground: see sft
+  # --max-seconds: no step starts after GRPO_TIMEOUT less 90 s (a curriculum refresh and a
+  # step), so final/ is written before the timeout (which is for a stuck run).
   timeout --foreground "${GRPO_TIMEOUT:-540}" "$bin" grpo --suite "$work/rl_suite" --model "$(model_of sft)" --out-dir "$work/grpo_s$SEED" \
-    --steps "$GRPO_STEPS" ${GRPO_LIMIT_OPS:+--limit-ops $GRPO_LIMIT_OPS} --group "$GROUP" --tasks-per-step "$TASKS_PER_STEP" --micro-batch 16 \
+    --max-seconds "${GRPO_MAX_SECONDS:-$(( ${GRPO_TIMEOUT:-540} - 90 ))}" --steps "$GRPO_STEPS" ${GRPO_LIMIT_OPS:+--limit-ops $GRPO_LIMIT_OPS} --group "$GROUP" --tasks-per-step "$TASKS_PER_STEP" --micro-batch 16 \
     --lr ${GRPO_LR:-1e-4} --warmup 0 --kl-beta ${KL_BETA:-1e-3} --advantage ${ADVANTAGE:-leave_one_out} \
     --speed-bonus among_correct --recheck ${RECHECK:-4} --curriculum-every ${CURRICULUM_EVERY:-15} \
     --curriculum-samples ${CURRICULUM_SAMPLES:-4} --checkpoint-every ${CHECKPOINT_EVERY:-10} \
@@ -176,6 +178,32 @@ rft)
     --precision "$PRECISION" --seed "$SEED" --device "$DEVICE" > "$work/rft.json"
   cp "$work/rft.json" "$OUT/"; cp "$work/rft/metrics.jsonl" "$OUT/rft_metrics.jsonl" 2>/dev/null || true
   log "rft done"
+  ;;
+check-sweep)
+  # How fast the harness checks the SFT model's samples on this host (GRPO's curriculum
+  # refresh ran past 10 s per check per thread on the H200 host, 2026-11-28): one eval of
+  # SWEEP_OPS train ops x 4 samples, correctness only, per entry of SWEEP ("threads" or
+  # "threads:VAR=value+VAR=value"), each bounded by SWEEP_TIMEOUT seconds.
+  { echo "nproc $(nproc), /proc/cpuinfo $(grep -c ^processor /proc/cpuinfo), affinity $(taskset -pc $$ 2>&1 | cut -d: -f2)"
+    echo "cgroup cpu.max: $(cat /sys/fs/cgroup/cpu.max 2>&1)"
+    echo "OpenCL: $(env | grep -E '^(OCL_ICD|OPENCL_VENDOR)' | tr '\n' ' ') vendors: $(ls /etc/OpenCL/vendors 2>&1 | tr '\n' ' ')"
+    "$(dirname "$bin")/kforge-worker" check suite/level2/silu_mul.json tests/worker/harness/adversarial_gpu/honest.cl \
+      --target opencl --trials 1 --no-time 2>&1 | tail -1 | python3 -c 'import json,sys
+r=json.loads(sys.stdin.read()); e=r.get("environment",{})
+print("worker check:", r.get("outcome"), "device", e.get("device"), "platform", e.get("platform"), "sandbox", e.get("sandbox"))'
+  } 2>&1 | tee "$OUT/check_sweep_env.txt"
+  for entry in ${SWEEP:-16 4 16:POCL_MAX_PTHREAD_COUNT=1 16:KFORGE_SANDBOX_DISABLE=filesystem,user}; do
+    threads=${entry%%:*}; vars=""
+    [ "$entry" != "$threads" ] && vars=${entry#*:}
+    start=$(date +%s.%N); rc=0
+    env ${vars//+/ } timeout --foreground "${SWEEP_TIMEOUT:-90}" "$bin" eval --suite suite --model "$(model_of sft)" --split train \
+      --limit-ops "${SWEEP_OPS:-16}" --samples 4 --no-time --trials 1 --max-check-elements 262144 --check-threads "$threads" \
+      $SAMPLE --seed 1 --device "$DEVICE" --precision "$PRECISION" --out "$work/sweep.json" > /dev/null 2> "$work/sweep.err" || rc=$?
+    wall=$(python3 -c "import time,sys;print(round(time.time()-float(sys.argv[1]),1))" "$start")
+    summary=$([ "$rc" = 0 ] && python3 -c 'import json,sys;d=json.load(open(sys.argv[1]));print("seconds", d["seconds"], "outcomes", d["outcomes"])' "$work/sweep.json" || tail -c 300 "$work/sweep.err")
+    log "check-sweep threads $threads ${vars:-(defaults)}: rc $rc, wall ${wall}s, $summary"
+  done
+  cp "$work/stages.log" "$OUT/check_sweep.log"
   ;;
 ship)
   # The evaluated model with the best held-out correct rate, bf16, with its provenance.
