@@ -26,7 +26,7 @@ namespace {
 const char* kUsage =
     "usage: kforge-worker check OP.json PROGRAM... [--target opencl|cuda|triton] [--device NAME] [--trials K]\n"
     "                           [--no-time] [--time-budget S] [--no-compile-baseline] [--timing-lock FILE]\n"
-    "                           [--spares N] [--spare-policy settle|gate|overlap]\n"
+    "                           [--spares N] [--spare-policy settle|gate|overlap] [--no-warm-up]\n"
     "                           [--baseline-allocator caching|default]\n"
     "  Several programs are checked in order by one Checker (one JSON line each; exit 0 if all correct).\n"
     "  Checks one kernel program (docs/kernel-format.md: .cl, .cu or a Triton .py) against an op\n"
@@ -37,6 +37,7 @@ const char* kUsage =
     "  default $KFORGE_GPU_TIMING_LOCK), so they can compile and verify in parallel.\n"
     "  --spares N, --spare-policy P: children started ahead of need, and how they keep out of timed\n"
     "  runs (docs/harness.md; default 1 and settle on a CPU, 2 and gate on a GPU).\n"
+    "  --no-warm-up: children build no trivial kernel before they are ready (CheckOptions::warm_up).\n"
     "  --baseline-allocator A: where the CPU eager baseline's tensors come from while it is timed:\n"
     "  caching (default: freed blocks reused, a long-running process's steady state) or default\n"
     "  (libtorch's allocator, glibc malloc: big outputs page-faulted on every call).\n"
@@ -65,6 +66,7 @@ int check_command(int argc, char** argv) {
     double time_budget_s = 1.0;
     int spares = 0;
     std::string spare_policy;
+    bool warm_up = true;
     BaselineAllocator baseline_allocator = BaselineAllocator::caching;
   } options;
   for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
@@ -98,6 +100,8 @@ int check_command(int argc, char** argv) {
         if (options.spares < 1 || options.spares > 8) throw std::invalid_argument("must be 1 to 8");
       } else if (arg == "--spare-policy") {
         options.spare_policy = value();  // checked by Checker::create
+      } else if (arg == "--no-warm-up") {
+        options.warm_up = false;
       } else if (arg == "--baseline-allocator") {
         std::string name = value();
         if (!parse_baseline_allocator(name, options.baseline_allocator))
@@ -148,6 +152,7 @@ int check_command(int argc, char** argv) {
   check_options.time_budget_s = options.time_budget_s;
   check_options.spares = options.spares;
   check_options.spare_policy = options.spare_policy;
+  check_options.warm_up = options.warm_up;
   check_options.baseline_allocator = options.baseline_allocator;
   auto checker = Checker::create(parsed.spec, check_options, error);
   if (!checker) {

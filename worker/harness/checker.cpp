@@ -494,6 +494,7 @@ bool Checker::Impl::candidate_launch(SandboxLaunch& launch, std::string& error) 
   } else if (options.target == "opencl" || options.target == "cuda") {
     std::string binary = options.sandbox_binary.empty() ? helper_binary_path("kforge-sandbox") : options.sandbox_binary;
     launch.argv = {binary, "--target", options.target, "--device", options.device};
+    if (!options.warm_up) launch.argv.push_back("--no-warm-up");
   } else {
     error = "unknown target '" + options.target + "' (opencl, cuda or triton)";
     return false;

@@ -97,6 +97,11 @@ struct CheckOptions {
   //! (GPU, triton); warm_pool keeps this many plus one triton candidate runners, so each is
   //! taken started. A generation prefetches that many candidates at once (worker/jobs/generate.cpp).
   int prefetch_ahead = 1;
+  //! kforge-sandbox children build and run a trivial kernel before they say ready, so a
+  //! pre-started child pays the compiler's start before its candidate arrives. In a jail
+  //! PoCL's kernel cache is private and empty, so that build is a full compile per child:
+  //! training's checks (16 at once, every child on the critical path) turn it off.
+  bool warm_up = true;
 };
 
 //! Where and how outputs first differed.

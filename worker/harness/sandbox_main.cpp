@@ -9,7 +9,8 @@
 // attached) it narrows its seccomp filter (on PoCL: files, memory, threads and the linker),
 // before any candidate code is compiled or run.
 // A crash, hang or runaway allocation here is an outcome for the parent, never its death.
-// Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME]
+// Usage (by the harness only): kforge-sandbox [--target opencl|cuda] [--device NAME] [--no-warm-up]
+// (--no-warm-up: no trivial kernel built before "ready"; CheckOptions::warm_up)
 //        kforge-sandbox --list-devices   (the OpenCL and CUDA devices, as JSON)
 // Test: ctest -R 'harness_(checker|adversarial|kernel_backend|sandbox)'.
 #include <fcntl.h>
@@ -178,9 +179,9 @@ class GpuGate {
 
 class Sandbox {
  public:
-  Sandbox(const std::string& target, const std::string& device)
+  Sandbox(const std::string& target, const std::string& device, bool warm)
       : target_(target.empty() ? "opencl" : target), backend_(make_kernel_backend(target_, device)) {
-    warm_up();
+    if (warm) warm_up();
     if (arena_.map_given()) pin_arena();
     // The fingerprint key: from the kernel's entropy, never in device memory or any reply.
     std::random_device entropy;
@@ -519,7 +520,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   std::string device, target = "opencl";
-  for (int arg_idx = 1; arg_idx + 1 < argc; ++arg_idx) {
+  bool warm = true;
+  for (int arg_idx = 1; arg_idx < argc; ++arg_idx) {
+    if (std::string(argv[arg_idx]) == "--no-warm-up") warm = false;
+    if (arg_idx + 1 == argc) break;
     if (std::string(argv[arg_idx]) == "--device") device = argv[arg_idx + 1];
     if (std::string(argv[arg_idx]) == "--target") target = argv[arg_idx + 1];
   }
@@ -530,7 +534,7 @@ int main(int argc, char** argv) {
     // gate is closed before any command arrives, so no candidate can hold it.
     GpuGate gate;
     try {
-      sandbox = std::make_unique<Sandbox>(target, device);
+      sandbox = std::make_unique<Sandbox>(target, device, warm);
     } catch (const std::exception& e) {
       reply({{"ready", false}, {"message", e.what()}});
       return 1;

@@ -24,6 +24,9 @@ harness::CheckOptions check_options(const spec::CheckSettings& check, double tim
   options.trials = check.trials;
   options.time = check.time_kernels;
   options.time_budget_s = time_budget_s;
+  // Every child of a training check is on the critical path (many checks at once, a new op's
+  // Checker per check): a warm-up build would be a second full PoCL compile in each jailed child.
+  options.warm_up = false;
   return options;
 }
 

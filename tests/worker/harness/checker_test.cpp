@@ -153,6 +153,23 @@ TEST(Checker, TwoLaunchReductionWithScratchIsCorrect) {
   EXPECT_EQ(result.outcome, Outcome::correct) << result.message;
 }
 
+// Training's checkers start children that build no warm-up kernel (CheckOptions::warm_up):
+// the candidate is then the child's first build, after its seccomp filter has narrowed.
+// Outcomes must be what a warmed child gives: correct kernels pass, a wrong one is caught.
+TEST(Checker, ChildrenWithoutWarmUpGiveTheSameOutcomes) {
+  REQUIRE_OPENCL();
+  CheckOptions options = fast_options();
+  options.warm_up = false;
+  auto silu = check_candidate(silu_mul_op(), kSiluMulKernel, options);
+  EXPECT_EQ(silu.outcome, Outcome::correct) << silu.message;
+  auto matmul = check_candidate(matmul_op(), kTiledMatmulKernel, options);
+  EXPECT_EQ(matmul.outcome, Outcome::correct) << matmul.message;
+  std::string wrong = kSiluMulKernel;
+  wrong.replace(wrong.find("* y[i]"), 6, "+ y[i]");
+  auto result = check_candidate(silu_mul_op(), wrong, options);
+  EXPECT_EQ(result.outcome, Outcome::wrong_output) << result.message;
+}
+
 TEST(Checker, CachesIdenticalProgramsPerChecker) {
   REQUIRE_OPENCL();
   std::string error;
