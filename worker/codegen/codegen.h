@@ -70,6 +70,12 @@ struct Schedule {
   //! memory; 0 = a work-item per line (whose reads of a contiguous line are strided across
   //! the work-items)
   int line_group = 0;
+  //! triton conv GEMMs (forward, and transposed ones not split by phase) with at most 49 window
+  //! taps: 1 = taps-outer, a tl.static_range over the window and per tap a loop over blocks of
+  //! block_k input channels (the tap's input positions and mask computed once per tap, not per
+  //! reduction element), the weight first laid out [taps, C_in/groups, C_out]; 0 = one loop
+  //! over the flattened C_in/groups x window reduction
+  int conv_taps_outer = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

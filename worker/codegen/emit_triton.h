@@ -106,6 +106,16 @@ class TritonEmitter : public StageBuffers {
   //! [C_in, C_out/groups, window] out as a forward conv's [C_out, C_in/groups * window] in a
   //! scratch; returns the scratch's name in forward.
   std::string transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name);
+  //! conv_gemm's reduction in the taps-outer form (Schedule::conv_taps_outer): a static loop
+  //! per window dim, then per tap a loop over BLOCK_K input channels reading the weight laid
+  //! out by tap_major_weight_kernel; the lines after `acc = tl.zeros(...)` up to the epilogue.
+  std::string conv_taps_outer_loop(const Stage& stage, TritonKernel& k, const WindowNames& names,
+                                   const std::vector<std::string>& pos, const std::string& x, const std::string& M,
+                                   const std::string& cout_group, const std::string& name);
+  //! A kernel (`name`_wt, launched before the conv) laying a conv's weight [C_out, C_in/groups,
+  //! window] or a transposed conv's [C_in, C_out/groups, window] out as [window, C_in/groups,
+  //! C_out] in a scratch; returns the scratch's name in forward.
+  std::string tap_major_weight_kernel(const Stage& stage, const Node& node, const std::string& name);
   //! conv_gemm for a transposed conv with a stride > 1 (undilated) along some dim: one phase
   //! of the outputs per program along such dims (grid axis 2), so no tap is masked by stride.
   void conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,

@@ -12,7 +12,15 @@
 // phase, so only the taps k = r + s*j take part (input i = q + t - j, contiguous in t): a
 // stride-1 conv per phase with about K/s taps. The tl.dot is fp32 ("ieee") or, in dot_x3
 // schedules, tf32x3 on the tensor cores, as matmuls.
+// Taps-outer (Schedule::conv_taps_outer; forward and unphased transposed convs of at most 49
+// taps), as TorchInductor's conv template: a tl.static_range per window dim, and per tap a
+// loop over BLOCK_K input channels. The flattened loop splits every [BLOCK_M, BLOCK_K]
+// element of its reduction index into channel and taps, and computes its input coordinates
+// and padding checks, each step; here those are [BLOCK_M] vectors once per tap, and the A tile
+// is row offset + ci * (x's spatial size).
 // Test: ctest -R 'codegen_(lower|window)'.
+#include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "worker/codegen/emit_triton.h"
@@ -57,19 +65,28 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   const Shape& out_shape = g_.nodes[stage.root].shape;
   const Shape& ws = g_.nodes[node.args[1]].shape;
   const int spatial = win.spatial(), rank = static_cast<int>(out_shape.size());
+  const bool grouped = win.groups > 1, transposed = win.op == "conv_transpose";
+  const std::vector<bool> phased_dim = conv_phased_dims(win);
+  const bool phased = std::find(phased_dim.begin(), phased_dim.end(), true) != phased_dim.end();
+  const Shape window_dims(ws.begin() + 2, ws.end());
+  const bool taps_outer = s_.conv_taps_outer && conv_taps_outer_fits(g_, node);
+  // Taps-outer unrolls the window with tl.static_range: its sizes are tl.constexpr parameters
+  // (Triton compiles the kernel once per window size), the other sizes int parameters.
+  std::map<std::string, std::string> window_constant;
+  for (int sd = 0; sd < spatial && taps_outer; ++sd) {
+    const Dim& d = window_dims[sd];
+    window_constant[d.expr()] = d.is_literal() ? d.expr() : k.constant("KD" + std::to_string(sd), py(d.expr()));
+  }
   const std::string x = k.buffer(forward_buffer(node.args[0]));
   const std::string out = k.output(buffer_of_.at(stage.root));
   WindowNames names = window_names(
-      g_, node, [&](const Dim& d) { return dim(k, d); },
+      g_, node,
+      [&](const Dim& d) {
+        auto constant = window_constant.find(d.expr());
+        return constant != window_constant.end() ? constant->second : dim(k, d);
+      },
       [&](const std::string& expr, const std::string& preferred) { return k.size(py(expr), preferred); });
-  const bool grouped = win.groups > 1, transposed = win.op == "conv_transpose";
   const std::string cout_group = grouped || transposed ? names.cout_group : dim(k, ws[0]);
-  std::vector<bool> phased_dim(spatial, false);
-  bool phased = false;
-  for (int sd = 0; sd < spatial && transposed; ++sd) {
-    phased_dim[sd] = win.stride[sd] > 1 && win.dilation[sd] == 1;
-    phased = phased || phased_dim[sd];
-  }
   if (phased) {
     conv_transpose_phased(stage, k, names, phased_dim, x, k.buffer(forward_buffer(node.args[1])), out);
     return;
@@ -78,12 +95,13 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   Shape positions = {out_shape[0]};
   positions.insert(positions.end(), out_shape.end() - spatial, out_shape.end());
   const std::string M = k.size(py(numel_expr(positions)), "M");
-  const Shape window_dims(ws.begin() + 2, ws.end());
   const std::string K =
-      transposed ? k.size(py("(" + (grouped ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()) +
-                             ") * " + numel_expr(window_dims)),
-                          "K")
-                 : k.size(py(numel_expr(Shape(ws.begin() + 1, ws.end()))), "K");
+      taps_outer ? ""
+      : transposed
+          ? k.size(py("(" + (grouped ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()) + ") * " +
+                      numel_expr(window_dims)),
+                   "K")
+          : k.size(py(numel_expr(Shape(ws.begin() + 1, ws.end()))), "K");
   const std::string bm = k.constant("BLOCK_M", std::to_string(s_.block_m));
   const std::string bn = k.constant("BLOCK_N", std::to_string(s_.block_n));
   const std::string bk = k.constant("BLOCK_K", std::to_string(s_.block_k));
@@ -109,8 +127,17 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
   }
   body << "    bat = " << rest << "\n";
   if (grouped) body << "    grp = tl.program_id(1)\n";
-  const std::string channel_base = grouped ? "grp * " + names.cin_group + " + " : "";
   body << "    acc = tl.zeros((" << bm << ", " << bn << "), dtype=tl.float32)\n";
+  const std::string co = grouped ? "grp * " + cout_group + " + rn" : "rn";
+  if (taps_outer) {
+    body << conv_taps_outer_loop(stage, k, names, pos, x, M, cout_group, name);
+    body << conv_gemm_epilogue(stage, k, co, pos, "(rm[:, None] < " + M + ") & (rn[None, :] < " + cout_group + ")",
+                               out);
+    k.body = body.str();
+    kernels_.push_back(k);
+    return;
+  }
+  const std::string channel_base = grouped ? "grp * " + names.cin_group + " + " : "";
   body << "    for k0 in range(0, " << K << ", " << bk << "):\n";
   body << "        rk = k0 + tl.arange(0, " << bk << ")\n";
   // The reduction index as (input channel, window position), innermost last.
@@ -139,7 +166,6 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
     x_at = "(" + x_at + ") * " + names.in[sd] + " + " + ix;
   }
   body << "        a_tile = tl.load(" << x << " + " << x_at << ", mask=" << a_mask << ", other=0.0)\n";
-  const std::string co = grouped ? "grp * " + cout_group + " + rn" : "rn";
   const std::string b_mask = "(rk[:, None] < " + K + ") & (rn[None, :] < " + cout_group + ")";
   // A transposed conv's weight [C_in, C_out/groups, window] is first laid out as a forward
   // conv's [C_out, C_in/groups * window] (transposed_weight_kernel), so both read their
@@ -156,6 +182,135 @@ void TritonEmitter::conv_gemm(const Stage& stage, const std::string& name, std::
                              out);
   k.body = body.str();
   kernels_.push_back(k);
+}
+
+std::string TritonEmitter::conv_taps_outer_loop(const Stage& stage, TritonKernel& k, const WindowNames& names,
+                                                const std::vector<std::string>& pos, const std::string& x,
+                                                const std::string& M, const std::string& cout_group,
+                                                const std::string& name) {
+  const Node& node = g_.nodes[stage.anchor];
+  const Window& win = node.window;
+  const Shape& xs = g_.nodes[node.args[0]].shape;
+  const Shape& ws = g_.nodes[node.args[1]].shape;
+  const int spatial = win.spatial();
+  const bool grouped = win.groups > 1, transposed = win.op == "conv_transpose";
+  const std::string x_spatial = k.size(py(numel_expr(Shape(xs.end() - spatial, xs.end()))), "x_spatial");
+  const std::string cout =
+      win.groups == 1 ? cout_group
+      : transposed    ? k.size(py(ws[1].expr() + " * " + std::to_string(win.groups)), "cout")
+                      : dim(k, ws[0]);
+  const std::string wt = k.buffer(tap_major_weight_kernel(stage, node, name));
+  std::ostringstream body;
+  // Per program: its rows' offset into x at channel 0 of its group (x_row + ci * x_spatial +
+  // the tap's spatial offset is x[bat, grp * C_in/groups + ci, ix...]) and its columns' offset
+  // into the weight's row of a tap and channel.
+  body << "    rmask = rm < " << M << "\n";
+  body << "    nmask = rn < " << cout_group << "\n";
+  const std::string x_channel = grouped ? "(bat * " + names.channels + " + grp * " + names.cin_group + ")"
+                                        : "bat * " + names.channels;
+  body << "    x_row = " << x_channel << " * " << x_spatial << "\n";
+  if (grouped) body << "    w_col = grp * " << cout_group << " + rn\n";
+  body << "    ck = tl.arange(0, BLOCK_K)\n";
+  // One static loop per window dim (outermost first): the tap's input index along it, its
+  // bounds in the position mask, and the spatial offset in Horner form, all [BLOCK_M].
+  std::string indent = "    ", mask = "rmask", spatial_at, tap;
+  for (int sd = 0; sd < spatial; ++sd) {
+    const std::string n = std::to_string(sd), kd = "kd" + n, ix = "ix" + n;
+    const int64_t s = win.stride[sd], p = win.padding[sd], d = win.dilation[sd];
+    const std::string tap_at = kd + (d == 1 ? "" : " * " + std::to_string(d));
+    body << indent << "for " << kd << " in tl.static_range(" << names.kernel[sd] << "):\n";
+    indent += "    ";
+    std::string bounds;
+    if (!transposed) {
+      body << indent << ix << " = " << pos[sd] << (s == 1 ? "" : " * " + std::to_string(s))
+           << (p == 0 ? "" : " - " + std::to_string(p)) << " + " << tap_at << "\n";
+      // Without padding a forward window never leaves x (the output size formula).
+      if (p > 0) bounds = "(" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    } else if (s == 1) {  // the gather form: input o + p - k*d
+      body << indent << ix << " = " << pos[sd] << (p == 0 ? "" : " + " + std::to_string(p)) << " - " << tap_at << "\n";
+      bounds = "(" + ix + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    } else {  // a dilated strided dim: (o + p - k*d) / s where that divides exactly
+      const std::string t = "t" + n;
+      body << indent << t << " = " << pos[sd] << (p == 0 ? "" : " + " + std::to_string(p)) << " - " << tap_at << "\n";
+      body << indent << ix << " = " << t << " // " << s << "\n";
+      bounds = "(" + t + " % " + std::to_string(s) + " == 0) & (" + t + " >= 0) & (" + ix + " < " + names.in[sd] + ")";
+    }
+    if (!bounds.empty()) {
+      body << indent << "m" << n << " = " << mask << " & " << bounds << "\n";
+      mask = "m" + n;
+    }
+    if (sd == 0) {
+      spatial_at = ix;
+    } else {
+      body << indent << "sp" << n << " = " << spatial_at << " * " << names.in[sd] << " + " << ix << "\n";
+      spatial_at = "sp" + n;
+    }
+    tap = sd == 0 ? kd : (sd == 1 ? tap : "(" + tap + ")") + " * " + names.kernel[sd] + " + " + kd;
+  }
+  // The tap's channel blocks: A [BLOCK_M, BLOCK_K] strided by x_spatial along the channels,
+  // contiguous along positions where the stride is 1; B [BLOCK_K, BLOCK_N] contiguous along
+  // the output channels, as a matmul's row-major B. Read in place, a tap's weight tile w[co,
+  // ci, tap] strides by the taps along ci and by C_in/groups * taps along co: contiguous along
+  // neither dim, like the transposed convs' in-place weight that ran at 8-10 TFLOP/s where
+  // contiguous tiles ran at about 25 (transposed_weight_kernel). Hence the relayout, one small
+  // kernel per call.
+  body << indent << "a_row = x_row + " << spatial_at << "\n";
+  body << indent << "w_row = " << (spatial == 1 ? tap : "(" + tap + ")") << " * " << names.cin_group << " * " << cout
+       << " + " << (grouped ? "w_col" : "rn") << "\n";
+  body << indent << "for c0 in range(0, " << names.cin_group << ", BLOCK_K):\n";
+  body << indent << "    ci = c0 + ck\n";
+  body << indent << "    cmask = ci < " << names.cin_group << "\n";
+  body << indent << "    a_tile = tl.load(" << x << " + a_row[:, None] + ci[None, :] * " << x_spatial
+       << ", mask=" << mask << "[:, None] & cmask[None, :], other=0.0)\n";
+  body << indent << "    b_tile = tl.load(" << wt << " + w_row[None, :] + ci[:, None] * " << cout
+       << ", mask=cmask[:, None] & nmask[None, :], other=0.0)\n";
+  body << indent << "    acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee")
+       << "\")\n";
+  return body.str();
+}
+
+std::string TritonEmitter::tap_major_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {
+  const Window& win = node.window;
+  const Shape& ws = g_.nodes[node.args[1]].shape;
+  const bool transposed = win.op == "conv_transpose";
+  const std::string scratch = stage_scratch(stage, "wt"), numel = py(numel_expr(ws));
+  allocations_.push_back("    " + scratch + " = torch.empty((" + numel + ",), device=" +
+                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
+  TritonKernel k = kernel(name + "_wt");
+  const std::string w = k.buffer(forward_buffer(node.args[1]));
+  const std::string wt = k.output(scratch);
+  const std::string n = k.size(numel, "n");
+  const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  const std::string groups = std::to_string(win.groups);
+  const std::string cin_group =
+      k.size(py(!transposed ? ws[1].expr() : win.groups > 1 ? ws[0].expr() + " / " + groups : ws[0].expr()),
+             "cin_group");
+  const std::string cout_group = transposed ? k.size(py(ws[1].expr()), "cout_group") : "";
+  const std::string cout =
+      k.size(py(!transposed ? ws[0].expr() : win.groups > 1 ? ws[1].expr() + " * " + groups : ws[1].expr()), "cout");
+  const std::string block_size = "1024";
+  const std::string block = k.constant("BLOCK", block_size);
+  k.grid = "(triton.cdiv(" + numel + ", " + block_size + "),)";
+  std::ostringstream body;
+  // Element (tap, ci, co) of the tap-major layout, from w[co, ci, tap] (a conv) or
+  // w[grp * C_in/groups + ci, co % C_out/groups, tap] with grp = co // (C_out/groups) (a
+  // transposed conv). Written contiguously; the strided reads touch a weight of kilobytes to
+  // a few megabytes once per call.
+  body << "    offs = tl.program_id(0) * " << block << " + tl.arange(0, " << block << ")\n";
+  body << "    mask = offs < " << n << "\n";
+  body << "    co = offs % " << cout << "\n";
+  body << "    ci = (offs // " << cout << ") % " << cin_group << "\n";
+  body << "    tap = offs // (" << cout << " * " << cin_group << ")\n";
+  if (!transposed)
+    body << "    v = tl.load(" << w << " + (co * " << cin_group << " + ci) * " << taps
+         << " + tap, mask=mask, other=0.0)\n";
+  else
+    body << "    v = tl.load(" << w << " + ((co // " << cout_group << " * " << cin_group << " + ci) * " << cout_group
+         << " + co % " << cout_group << ") * " << taps << " + tap, mask=mask, other=0.0)\n";
+  body << "    tl.store(" << wt << " + offs, v, mask=mask)\n";
+  k.body = body.str();
+  kernels_.push_back(k);
+  return scratch;
 }
 
 std::string TritonEmitter::transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {

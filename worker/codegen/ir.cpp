@@ -1,6 +1,8 @@
 // Shape helpers for the codegen IR (ir.h): numel and launch expressions of shapes, and
 // the output sizes of window nodes (convolutions, pooling) as launch formulas.
 // Test: ctest -R codegen_lower.
+#include <algorithm>
+
 #include "worker/codegen/ir.h"
 
 namespace kforge::codegen {
@@ -139,6 +141,22 @@ int64_t conv_out_channels_per_group(const Graph& g, const Node& node) {
   if (node.kind != NodeKind::window || !node.window.is_conv()) return 0;
   const Shape& ws = g.nodes[node.args[1]].shape;
   return node.window.op == "conv" ? ws[0].value / node.window.groups : ws[1].value;
+}
+
+std::vector<bool> conv_phased_dims(const Window& win) {
+  std::vector<bool> phased(win.spatial(), false);
+  for (int sd = 0; sd < win.spatial() && win.op == "conv_transpose"; ++sd)
+    phased[sd] = win.stride[sd] > 1 && win.dilation[sd] == 1;
+  return phased;
+}
+
+bool conv_taps_outer_fits(const Graph& g, const Node& node) {
+  const std::vector<bool> phased = conv_phased_dims(node.window);
+  if (std::find(phased.begin(), phased.end(), true) != phased.end()) return false;
+  // 7x7 in 2-d (3x3x3 in 3-d is 27): past that the unrolled loops grow the kernel more than
+  // the per-tap index work they save is worth.
+  const Shape& ws = g.nodes[node.args[1]].shape;
+  return numel_value(Shape(ws.begin() + 2, ws.end())) <= 49;
 }
 
 Dim product_dim(const Shape& dims, const std::string& name) {

@@ -131,5 +131,12 @@ bool swaps_last_two(const Node& node);
 //! (weight [C_out, C_in/g, k...] or [C_in, C_out/g, k...]); 0 for pooling. The Triton
 //! implicit GEMM tiles them (N), so few of them (depthwise) keep the direct kernel.
 int64_t conv_out_channels_per_group(const Graph& g, const Node& node);
+//! A transposed conv's dims whose outputs the Triton GEMM splits by phase: a stride > 1 and
+//! no dilation (all false for a forward conv).
+std::vector<bool> conv_phased_dims(const Window& win);
+//! True when a Triton conv GEMM of conv or conv_transpose node `node` takes the taps-outer
+//! form under Schedule::conv_taps_outer: no dim split by phase, at most 49 window taps at the
+//! main shapes (a static loop over each).
+bool conv_taps_outer_fits(const Graph& g, const Node& node);
 
 }  // namespace kforge::codegen
