@@ -16,8 +16,14 @@ struct StageKinds {
   bool pointwise = false, rows = false, full = false, matmul = false, scan = false, window = false;
   bool conv_gemm = false;  // a conv (or transposed) with enough output channels per group for tl.dot tiles (triton)
   int64_t conv_channels = 0;  // the most output channels per group among those convs
+  int64_t taps_outer_cin = 0;  // the fewest input channels per group among those that fit taps-outer (0: none)
   // The conv tile as wide as those channels (16 or 32) when they are at most 32; 0: none.
   int narrow_conv_n() const { return !conv_gemm || conv_channels > 32 ? 0 : conv_channels <= 16 ? 16 : 32; }
+  // The channel block of taps-outer conv schedules (Schedule::conv_taps_outer), where a tl.dot
+  // spans block_k input channels of one tap: 16 for at most 16 channels per group (tl.dot's
+  // least), else 32; 0 (no taps-outer schedules) under 8, where most of every block would be
+  // masked lanes (a 3-channel conv's 27 taps would do 4.5x the flattened form's products).
+  int taps_outer_k() const { return taps_outer_cin < 8 ? 0 : taps_outer_cin <= 16 ? 16 : 32; }
   bool last_dim = false, other_dim = false;  // row reductions, scans, arg reductions: along the last dim / another
   int64_t max_row = 0;  // longest reduced dim of a row reduction at the main shape
   int64_t max_last_line = 0;  // longest line of a scan or arg reduction along the last dim
@@ -64,6 +70,9 @@ struct StageKinds {
         const Node& node = g.nodes[stage.anchor];
         const int64_t channels = conv_out_channels_per_group(g, node);
         if (channels >= 8) {
+          const Shape& ws = g.nodes[node.args[1]].shape;
+          const int64_t cin = node.window.op == "conv" ? ws[1].value : ws[0].value / node.window.groups;
+          if (conv_taps_outer_fits(g, node)) taps_outer_cin = taps_outer_cin ? std::min(taps_outer_cin, cin) : cin;
           conv_gemm = true;
           conv_channels = std::max(conv_channels, channels);
         }
@@ -314,6 +323,19 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
           s.dot_x3 = x3;
           variants.push_back(s);
         }
+      // Taps-outer before all (the first two tiles, both tf32x3): the flattened reduction
+      // decomposes every [block_m, block_k] element of A into channel and taps, input
+      // coordinates and padding checks per step, integer work beside each tl.dot; taps-outer
+      // does it once per tap on [block_m] vectors (TorchInductor's conv template). Untimed.
+      if (const int taps_k = kinds.taps_outer_k()) {
+        std::vector<Schedule> taps;
+        for (size_t idx = 0; idx < std::min<size_t>(2, variants.size()); ++idx) {
+          taps.push_back(variants[idx]);
+          taps.back().conv_taps_outer = 1;
+          taps.back().block_k = taps_k;
+        }
+        variants.insert(variants.begin(), taps.begin(), taps.end());
+      }
       const size_t direct = variants.size();
       add(256, 1, 4);
       add(1024, 1, 8);
@@ -350,6 +372,16 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
           s.block_n = kinds.narrow_conv_n();
         }
         x3.push_back(s);
+      }
+      // Their taps-outer forms before them (as in the conv-only branch above); block_k is the
+      // conv's channel block, left as it was where a matmul stage shares it.
+      if (const int taps_k = kinds.taps_outer_k()) {
+        std::vector<Schedule> taps = x3;
+        for (Schedule& s : taps) {
+          s.conv_taps_outer = 1;
+          if (!kinds.matmul) s.block_k = taps_k;
+        }
+        x3.insert(x3.begin(), taps.begin(), taps.end());
       }
       variants.insert(variants.begin(), x3.begin(), x3.end());
     }

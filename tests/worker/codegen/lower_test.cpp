@@ -408,6 +408,36 @@ TEST(CodegenLower, TritonTransposedConvsWithAStrideSplitOutputsByPhase) {
   EXPECT_TRUE(contains(mixed.program, "u1 % 2 == 0")) << "dim 1 in the gather form\n" << mixed.program;
 }
 
+// Convs with 8 or more input channels per group start the triton space with the taps-outer
+// form of the first two schedules (tf32x3): a static loop per window dim, the weight laid out
+// by tap first; a phased transposed conv and a 3-channel conv have none.
+TEST(CodegenLower, TritonConvsTryTheTapsOuterFormFirst) {
+  auto stride1 = codegen::analyze(kforge::testing::kernelbench_op("conv_transpose2d_grouped_stride1_dilated"));
+  ASSERT_TRUE(stride1.ok()) << stride1.unsupported;
+  auto space = codegen::schedule_space(stride1, codegen::Target::triton);
+  ASSERT_GE(space.size(), 3u);
+  for (size_t idx : {0, 1}) {
+    EXPECT_EQ(space[idx].conv_taps_outer, 1) << space[idx].label();
+    EXPECT_EQ(space[idx].dot_x3, 1) << space[idx].label();
+    EXPECT_EQ(space[idx].block_k, 16) << "8 input channels per group: " << space[idx].label();
+    EXPECT_TRUE(contains(space[idx].label(), ".taps")) << space[idx].label();
+  }
+  EXPECT_EQ(space[2].conv_taps_outer, 0) << space[2].label();
+  auto gen = codegen::emit_program(stride1, space[0], codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "for kd0 in tl.static_range(KD0):")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "KD1=w.size(3)")) << "window sizes as constexprs\n" << gen.program;
+  EXPECT_TRUE(contains(gen.program, "for c0 in range(0, cin_group, BLOCK_K):")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "_conv_wt(")) << "the tap-major weight kernel\n" << gen.program;
+  EXPECT_FALSE(contains(gen.program, "rk % ")) << "no per-element tap decomposition\n" << gen.program;
+  for (const char* name : {"conv_transpose3d_wide_bias_relu", "conv3d_wide_relu"}) {
+    auto other = codegen::analyze(kforge::testing::kernelbench_op(name));
+    ASSERT_TRUE(other.ok()) << name << ": " << other.unsupported;
+    for (const auto& s : codegen::schedule_space(other, codegen::Target::triton))
+      EXPECT_EQ(s.conv_taps_outer, 0) << name << " " << s.label();
+  }
+}
+
 // A reduction over another dim with few outputs (amax over dim 0 of 4096 x 2048: 32 programs
 // of 64 outputs in Triton, 2048 threads in CUDA): split schedules first, the slices side by
 // side into a scratch, then a kernel reducing them with the epilogue; a last-dim reduction
