@@ -6,8 +6,9 @@
 // on PoCL (opencl: sandboxed child, seeded + secret-seed trials, odd extra shapes), every cuda
 // schedule through the harness's format, rules, launch plan and NVRTC for sm_90, and the
 // first and last triton schedules (implicit GEMM, direct) through the Checker in Triton's
-// CPU interpreter. A conv kernel with
-// its padding dropped must fail. Run: ctest -R codegen_window (minutes).
+// CPU interpreter; the taps-outer conv form (Schedule::conv_taps_outer) on forward and
+// transposed convs of every kind there too. A conv kernel with its padding dropped must fail
+// (on PoCL and, taps-outer, in the interpreter). Run: ctest -R codegen_window (minutes).
 #include <gtest/gtest.h>
 
 #include "tests/worker/codegen/cuda_programs.h"
@@ -167,4 +168,101 @@ TEST(CodegenWindow, TritonProgramsAreCorrectInTheInterpreterPart3) {
 TEST(CodegenWindow, TritonProgramsAreCorrectInTheInterpreterPart4) {
   REQUIRE_TRITON(python);
   check_triton_in_interpreter(python, 3);
+}
+
+namespace {
+
+// A conv op `forward(x, w, b)` whose source is `call` (over x, w, b), at shapes with more
+// input channels per group than one BLOCK_K of 16 and a partial last block, and an odd extra
+// shape with fewer positions.
+spec::OpSpec taps_outer_op(const std::string& name, const std::string& call, std::vector<int64_t> x,
+                           std::vector<int64_t> w, int64_t bias, std::vector<int64_t> extra_x) {
+  using harness::testing::input;
+  spec::OpSpec op;
+  op.name = name;
+  op.source = "def forward(x: Tensor, w: Tensor, b: Tensor) -> Tensor:\n    return " + call + "\n";
+  op.inputs = {input("x", x), input("w", w, {spec::DistKind::uniform, -0.3, 0.3}), input("b", {bias})};
+  op.extra_shapes = {{{"x", extra_x}, {"w", w}, {"b", {bias}}}};
+  return op;
+}
+
+// Taps-outer (Schedule::conv_taps_outer) on 32 x 16 x 16 tiles: several position and channel
+// tiles, each tap's channels in two blocks (the second partial).
+codegen::Schedule taps_outer_schedule(int dot_x3) {
+  codegen::Schedule s;
+  s.block_m = 32;
+  s.block_n = 16;
+  s.block_k = 16;
+  s.dot_x3 = dot_x3;
+  s.conv_taps_outer = 1;
+  return s;
+}
+
+void check_taps_outer(const std::string& python, const std::vector<spec::OpSpec>& ops) {
+  const harness::CheckOptions options = harness::testing::interpreter_options(python);
+  for (const auto& op : ops) {
+    auto analysis = codegen::analyze(op);
+    ASSERT_TRUE(analysis.ok()) << op.name << ": " << analysis.unsupported;
+    std::string error;
+    auto checker = harness::Checker::create(op, options, error);
+    ASSERT_TRUE(checker) << op.name << ": " << error;
+    for (int dot_x3 : {1, 0}) {
+      const codegen::Schedule schedule = taps_outer_schedule(dot_x3);
+      auto gen = codegen::emit_program(analysis, schedule, codegen::Target::triton);
+      ASSERT_TRUE(gen.ok()) << op.name << ": " << gen.unsupported;
+      ASSERT_NE(gen.program.find("in tl.static_range(KD0)"), std::string::npos) << op.name << "\n" << gen.program;
+      auto result = checker->check(gen.program);
+      std::cout << op.name << " " << schedule.label() << " " << harness::outcome_name(result.outcome) << std::endl;
+      EXPECT_EQ(result.outcome, harness::Outcome::correct)
+          << op.name << " " << schedule.label() << ": " << result.message << "\n" << gen.program;
+    }
+  }
+}
+
+}  // namespace
+
+// Forward convs in the taps-outer form in Triton's interpreter: 2-d padded, strided and
+// dilated, grouped (program_id(1) = group), 3-d, 1-d; and one with its padding offset dropped
+// from the input index, which must fail.
+TEST(CodegenWindow, TapsOuterConvsAreCorrectInTheInterpreter) {
+  REQUIRE_TRITON(python);
+  check_taps_outer(
+      python,
+      {taps_outer_op("taps_padded_2d", "torch.conv2d(x, w, b, [1, 1], [1, 1], [1, 1], 1)", {2, 20, 9, 11},
+                     {24, 20, 3, 3}, 24, {1, 20, 6, 5}),
+       taps_outer_op("taps_strided_dilated_2d", "torch.conv2d(x, w, b, [2, 3], [2, 1], [2, 3], 1)", {2, 12, 13, 15},
+                     {16, 12, 3, 2}, 16, {1, 12, 9, 8}),
+       taps_outer_op("taps_grouped_2d", "torch.conv2d(x, w, b, [1, 2], [1, 0], [1, 1], 2)", {2, 36, 10, 9},
+                     {16, 18, 3, 3}, 16, {1, 36, 5, 6}),
+       taps_outer_op("taps_3d", "torch.conv3d(x, w, b, [1, 2, 1], [0, 1, 1], [1, 1, 2], 1)", {2, 9, 5, 8, 7},
+                     {10, 9, 2, 3, 3}, 10, {1, 9, 3, 5, 6}),
+       taps_outer_op("taps_1d", "torch.conv1d(x, w, b, [3], [2], [2], 1)", {3, 17, 40}, {12, 17, 5}, 12, {2, 17, 23})});
+
+  auto op = taps_outer_op("taps_padded_2d", "torch.conv2d(x, w, b, [1, 1], [1, 1], [1, 1], 1)", {2, 20, 9, 11},
+                          {24, 20, 3, 3}, 24, {1, 20, 6, 5});
+  auto gen = codegen::emit_program(codegen::analyze(op), taps_outer_schedule(1), codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  std::string broken = gen.program;
+  const std::string padded = "ix0 = o0 - 1 + kd0";
+  auto at = broken.find(padded);
+  ASSERT_NE(at, std::string::npos) << broken;
+  broken.replace(at, padded.size(), "ix0 = o0 + kd0");
+  std::string error;
+  auto checker = harness::Checker::create(op, harness::testing::interpreter_options(python), error);
+  ASSERT_TRUE(checker) << error;
+  auto bad = checker->check(broken);
+  EXPECT_EQ(bad.outcome, harness::Outcome::wrong_output) << bad.message;
+}
+
+// Transposed convs not split by phase in the taps-outer form: stride 1 (grouped, dilated) and
+// a dilated strided 1-d one (the gather form's divisibility mask per tap).
+TEST(CodegenWindow, TapsOuterTransposedConvsAreCorrectInTheInterpreter) {
+  REQUIRE_TRITON(python);
+  check_taps_outer(
+      python,
+      {taps_outer_op("taps_transposed_2d", "torch.conv_transpose2d(x, w, b, [1, 1], [1, 0], [0, 0], 2, [1, 2])",
+                     {2, 36, 9, 7}, {36, 10, 3, 3}, 20, {1, 36, 5, 4}),
+       taps_outer_op("taps_transposed_1d_strided_dilated",
+                     "torch.conv_transpose1d(x, w, b, [2], [1], [1], 1, [2])", {2, 20, 13}, {20, 12, 3}, 12,
+                     {1, 20, 6})});
 }
