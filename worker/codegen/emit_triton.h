@@ -116,6 +116,17 @@ class TritonEmitter : public StageBuffers {
   //! window] or a transposed conv's [C_in, C_out/groups, window] out as [window, C_in/groups,
   //! C_out] in a scratch; returns the scratch's name in forward.
   std::string tap_major_weight_kernel(const Stage& stage, const Node& node, const std::string& name);
+  //! What both weight layouts share: kernel `name`_wt writing a per-call scratch of the
+  //! weight's size, one BLOCK of elements per program. begin binds w, wt, n and taps (in that
+  //! order: the kernel's parameters); the caller binds its own sizes, then end adds BLOCK, the
+  //! grid and the body (offs, mask, the caller's `index_lines` loading `v`, the store) and
+  //! returns the scratch's name in forward.
+  struct WeightRelayout {
+    TritonKernel k;
+    std::string scratch, numel, w, wt, n, taps;
+  };
+  WeightRelayout begin_weight_relayout(const Stage& stage, const Node& node, const std::string& name);
+  std::string end_weight_relayout(WeightRelayout& r, const std::string& index_lines);
   //! conv_gemm for a transposed conv with a stride > 1 (undilated) along some dim: one phase
   //! of the outputs per program along such dims (grid axis 2), so no tap is masked by stride.
   void conv_transpose_phased(const Stage& stage, TritonKernel& k, const WindowNames& names,

@@ -269,82 +269,75 @@ std::string TritonEmitter::conv_taps_outer_loop(const Stage& stage, TritonKernel
   return body.str();
 }
 
+TritonEmitter::WeightRelayout TritonEmitter::begin_weight_relayout(const Stage& stage, const Node& node,
+                                                                   const std::string& name) {
+  const Shape& ws = g_.nodes[node.args[1]].shape;
+  WeightRelayout r{kernel(name + "_wt"), stage_scratch(stage, "wt"), py(numel_expr(ws))};
+  allocations_.push_back("    " + r.scratch + " = torch.empty((" + r.numel + ",), device=" +
+                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
+  r.w = r.k.buffer(forward_buffer(node.args[1]));
+  r.wt = r.k.output(r.scratch);
+  r.n = r.k.size(r.numel, "n");
+  r.taps = r.k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  return r;
+}
+
+std::string TritonEmitter::end_weight_relayout(WeightRelayout& r, const std::string& index_lines) {
+  const std::string block_size = "1024";
+  const std::string block = r.k.constant("BLOCK", block_size);
+  r.k.grid = "(triton.cdiv(" + r.numel + ", " + block_size + "),)";
+  r.k.body = "    offs = tl.program_id(0) * " + block + " + tl.arange(0, " + block + ")\n" +
+             "    mask = offs < " + r.n + "\n" + index_lines + "    tl.store(" + r.wt + " + offs, v, mask=mask)\n";
+  kernels_.push_back(r.k);
+  return r.scratch;
+}
+
 std::string TritonEmitter::tap_major_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {
   const Window& win = node.window;
   const Shape& ws = g_.nodes[node.args[1]].shape;
   const bool transposed = win.op == "conv_transpose";
-  const std::string scratch = stage_scratch(stage, "wt"), numel = py(numel_expr(ws));
-  allocations_.push_back("    " + scratch + " = torch.empty((" + numel + ",), device=" +
-                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
-  TritonKernel k = kernel(name + "_wt");
-  const std::string w = k.buffer(forward_buffer(node.args[1]));
-  const std::string wt = k.output(scratch);
-  const std::string n = k.size(numel, "n");
-  const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  WeightRelayout r = begin_weight_relayout(stage, node, name);
   const std::string groups = std::to_string(win.groups);
   const std::string cin_group =
-      k.size(py(!transposed ? ws[1].expr() : win.groups > 1 ? ws[0].expr() + " / " + groups : ws[0].expr()),
-             "cin_group");
-  const std::string cout_group = transposed ? k.size(py(ws[1].expr()), "cout_group") : "";
+      r.k.size(py(!transposed ? ws[1].expr() : win.groups > 1 ? ws[0].expr() + " / " + groups : ws[0].expr()),
+               "cin_group");
+  const std::string cout_group = transposed ? r.k.size(py(ws[1].expr()), "cout_group") : "";
   const std::string cout =
-      k.size(py(!transposed ? ws[0].expr() : win.groups > 1 ? ws[1].expr() + " * " + groups : ws[1].expr()), "cout");
-  const std::string block_size = "1024";
-  const std::string block = k.constant("BLOCK", block_size);
-  k.grid = "(triton.cdiv(" + numel + ", " + block_size + "),)";
+      r.k.size(py(!transposed ? ws[0].expr() : win.groups > 1 ? ws[1].expr() + " * " + groups : ws[1].expr()), "cout");
   std::ostringstream body;
   // Element (tap, ci, co) of the tap-major layout, from w[co, ci, tap] (a conv) or
   // w[grp * C_in/groups + ci, co % C_out/groups, tap] with grp = co // (C_out/groups) (a
   // transposed conv). Written contiguously; the strided reads touch a weight of kilobytes to
   // a few megabytes once per call.
-  body << "    offs = tl.program_id(0) * " << block << " + tl.arange(0, " << block << ")\n";
-  body << "    mask = offs < " << n << "\n";
   body << "    co = offs % " << cout << "\n";
   body << "    ci = (offs // " << cout << ") % " << cin_group << "\n";
   body << "    tap = offs // (" << cout << " * " << cin_group << ")\n";
   if (!transposed)
-    body << "    v = tl.load(" << w << " + (co * " << cin_group << " + ci) * " << taps
+    body << "    v = tl.load(" << r.w << " + (co * " << cin_group << " + ci) * " << r.taps
          << " + tap, mask=mask, other=0.0)\n";
   else
-    body << "    v = tl.load(" << w << " + ((co // " << cout_group << " * " << cin_group << " + ci) * " << cout_group
-         << " + co % " << cout_group << ") * " << taps << " + tap, mask=mask, other=0.0)\n";
-  body << "    tl.store(" << wt << " + offs, v, mask=mask)\n";
-  k.body = body.str();
-  kernels_.push_back(k);
-  return scratch;
+    body << "    v = tl.load(" << r.w << " + ((co // " << cout_group << " * " << cin_group << " + ci) * " << cout_group
+         << " + co % " << cout_group << ") * " << r.taps << " + tap, mask=mask, other=0.0)\n";
+  return end_weight_relayout(r, body.str());
 }
 
 std::string TritonEmitter::transposed_weight_kernel(const Stage& stage, const Node& node, const std::string& name) {
   const Window& win = node.window;
   const Shape& ws = g_.nodes[node.args[1]].shape;
-  const std::string scratch = stage_scratch(stage, "wt"), numel = py(numel_expr(ws));
-  allocations_.push_back("    " + scratch + " = torch.empty((" + numel + ",), device=" +
-                         py_name_.at(g_.input_names.at(0)) + ".device, dtype=torch.float32)\n");
-  TritonKernel k = kernel(name + "_wt");
-  const std::string w = k.buffer(forward_buffer(node.args[1]));
-  const std::string wt = k.output(scratch);
-  const std::string n = k.size(numel, "n");
-  const std::string taps = k.size(py(numel_expr(Shape(ws.begin() + 2, ws.end()))), "taps");
+  WeightRelayout r = begin_weight_relayout(stage, node, name);
   const std::string cin_group =
-      k.size(py(win.groups > 1 ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()), "cin_group");
-  const std::string cout_group = k.size(py(ws[1].expr()), "cout_group");
-  const std::string block_size = "1024";
-  const std::string block = k.constant("BLOCK", block_size);
-  k.grid = "(triton.cdiv(" + numel + ", " + block_size + "),)";
+      r.k.size(py(win.groups > 1 ? ws[0].expr() + " / " + std::to_string(win.groups) : ws[0].expr()), "cin_group");
+  const std::string cout_group = r.k.size(py(ws[1].expr()), "cout_group");
   std::ostringstream body;
   // Element (co, ci, tap) of the forward layout, co = grp * C_out/groups + col, from
   // w[grp * C_in/groups + ci, col, tap].
-  body << "    offs = tl.program_id(0) * " << block << " + tl.arange(0, " << block << ")\n";
-  body << "    mask = offs < " << n << "\n";
-  body << "    tap = offs % " << taps << "\n";
-  body << "    ci = (offs // " << taps << ") % " << cin_group << "\n";
-  body << "    co = offs // (" << taps << " * " << cin_group << ")\n";
+  body << "    tap = offs % " << r.taps << "\n";
+  body << "    ci = (offs // " << r.taps << ") % " << cin_group << "\n";
+  body << "    co = offs // (" << r.taps << " * " << cin_group << ")\n";
   body << "    grp = co // " << cout_group << "\n";
-  body << "    v = tl.load(" << w << " + ((grp * " << cin_group << " + ci) * " << cout_group << " + co % " << cout_group
-       << ") * " << taps << " + tap, mask=mask, other=0.0)\n";
-  body << "    tl.store(" << wt << " + offs, v, mask=mask)\n";
-  k.body = body.str();
-  kernels_.push_back(k);
-  return scratch;
+  body << "    v = tl.load(" << r.w << " + ((grp * " << cin_group << " + ci) * " << cout_group << " + co % " << cout_group
+       << ") * " << r.taps << " + tap, mask=mask, other=0.0)\n";
+  return end_weight_relayout(r, body.str());
 }
 
 std::string TritonEmitter::conv_gemm_epilogue(const Stage& stage, TritonKernel& k, const std::string& co,
