@@ -151,6 +151,9 @@ grpo)
   # 0 < pass@1 < 1, refreshed every CURRICULUM_EVERY steps). kforge-train grpo does not resume:
   # the run must fit one call. Budget on an H100 + 16 PoCL cores (run3): ~11.5 s a step at
   # 8 tasks x G 8, and a refresh samples ~320 tasks x 4 (~90 s): 30 steps with 2 refreshes.
+  # On an H200 with every sandbox layer on and children without the warm-up build (c4901a8,
+  # bench/results/gpu_2026_11_28g): a refresh of 182 tasks x 2 in ~65 s (sampling 24 s,
+  # checking 41 s), then steps of ~8 s (sampling 3-5 s, checking 2-9 s).
   rl_suite
   rc=0  # timeout --foreground: see sft
   # --max-seconds: no step starts after GRPO_TIMEOUT less 90 s (a curriculum refresh and a
