@@ -143,6 +143,12 @@ int64_t conv_out_channels_per_group(const Graph& g, const Node& node) {
   return node.window.op == "conv" ? ws[0].value / node.window.groups : ws[1].value;
 }
 
+int64_t conv_in_channels_per_group(const Graph& g, const Node& node) {
+  if (node.kind != NodeKind::window || !node.window.is_conv()) return 0;
+  const Shape& ws = g.nodes[node.args[1]].shape;
+  return node.window.op == "conv" ? ws[1].value : ws[0].value / node.window.groups;
+}
+
 std::vector<bool> conv_phased_dims(const Window& win) {
   std::vector<bool> phased(win.spatial(), false);
   for (int sd = 0; sd < win.spatial() && win.op == "conv_transpose"; ++sd)

@@ -131,6 +131,8 @@ bool swaps_last_two(const Node& node);
 //! (weight [C_out, C_in/g, k...] or [C_in, C_out/g, k...]); 0 for pooling. The Triton
 //! implicit GEMM tiles them (N), so few of them (depthwise) keep the direct kernel.
 int64_t conv_out_channels_per_group(const Graph& g, const Node& node);
+//! Input channels per group of the same (the reduction's channel count); 0 for pooling.
+int64_t conv_in_channels_per_group(const Graph& g, const Node& node);
 //! A transposed conv's dims whose outputs the Triton GEMM splits by phase: a stride > 1 and
 //! no dilation (all false for a forward conv).
 std::vector<bool> conv_phased_dims(const Window& win);

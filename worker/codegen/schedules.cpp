@@ -70,8 +70,7 @@ struct StageKinds {
         const Node& node = g.nodes[stage.anchor];
         const int64_t channels = conv_out_channels_per_group(g, node);
         if (channels >= 8) {
-          const Shape& ws = g.nodes[node.args[1]].shape;
-          const int64_t cin = node.window.op == "conv" ? ws[1].value : ws[0].value / node.window.groups;
+          const int64_t cin = conv_in_channels_per_group(g, node);
           if (conv_taps_outer_fits(g, node)) taps_outer_cin = taps_outer_cin ? std::min(taps_outer_cin, cin) : cin;
           conv_gemm = true;
           conv_channels = std::max(conv_channels, channels);
