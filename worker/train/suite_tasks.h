@@ -5,7 +5,6 @@
 #pragma once
 
 #include <list>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,7 +51,7 @@ CheckSummary summarize_check(const harness::CheckResult& result);
 //! of their op; older ones are closed. Each holds its op's reference outputs and arena and
 //! a started sandbox child: kept for every op (a 29-op evaluation, a curriculum of 300
 //! tasks) they grew without bound (2026-11-28: 40 children and 11 GB, killed by the OOM
-//! killer on the 24 GiB CPU machine; on the H200 a refresh's checks ran 8 minutes).
+//! killer on the 24 GiB CPU machine).
 class HarnessChecker : public Checker {
  public:
   //! `max_check_elements` > 0 checks on shrunk main shapes (see shrink_for_checking).
