@@ -315,10 +315,11 @@ stage_jaildiag() {
   done
 }
 
-# What a jailed child's start costs on this host, alone and 16 at once (GRPO's checks on the
-# H200 host: 128 checks on 16 threads took over 75 s with the sandbox's defaults and 24 s with
-# its filesystem and user layers off, 2026-11-28): JAILCOST_RUNS checks of an honest OpenCL kernel
-# on PoCL in a row, then 16 side by side, per KFORGE_SANDBOX_DISABLE setting.
+# What a jailed child's start costs on this host, alone and 16 at once: JAILCOST_RUNS checks of
+# an honest OpenCL kernel on PoCL in a row, then 16 side by side, per KFORGE_SANDBOX_DISABLE
+# setting. The kernel is the same every run and the children build the warm-up kernel (a
+# generation's children): outside the jail PoCL's kernel cache answers both builds, inside it
+# each is a full compile (what made training's checks slow until c4901a8; README-training.md).
 stage_jailcost() {
   log "jailcost: kernel $(uname -r), $(wc -l < /proc/self/mountinfo) mounts, $(nproc) cores"
   local disable run start
