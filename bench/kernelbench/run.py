@@ -140,11 +140,23 @@ def fresh_import(path, level, op_path, timeout, python, memory_gib, name):
     return row
 
 
-def lower(row, bin_dir, target, programs_dir, timeout, samples=1):
+def matching_schedules(op, bin_dir, target, timeout, pattern):
+    """Indices of the op's schedules whose label matches `pattern` (kforge-codegen schedules)."""
+    rc, out, _ = run([os.path.join(bin_dir, "kforge-codegen"), "schedules", op, "--target", target], timeout)
+    found = (re.fullmatch(r"(\d+) (\S+)", line.strip()) for line in out.splitlines()) if rc == 0 else ()
+    return [int(m[1]) for m in found if m and re.search(pattern, m[2])]
+
+
+def lower(row, bin_dir, target, programs_dir, timeout, samples=1, also=""):
     """The teacher's first `samples` schedules (as a generation with that many samples proposes
-    them), written beside each other; [] when the first does not emit."""
+    them), then any later ones whose label matches the regex `also` (to time schedules from
+    deep in the space side by side with the first ones), written beside each other; [] when
+    the first does not emit."""
     paths = []
-    for index in range(samples):
+    indices = list(range(samples))
+    if also:
+        indices += [i for i in matching_schedules(row["op"], bin_dir, target, timeout, also) if i >= samples]
+    for index in indices:
         rc, program, err = run([os.path.join(bin_dir, "kforge-codegen"), "emit", row["op"], str(index),
                                 "--target", target], timeout)
         if rc != 0 or not program.strip():
@@ -384,6 +396,9 @@ def main(argv=None):
     parser.add_argument("--samples", type=int, default=1,
                         help="teacher schedules checked per problem, the fastest correct one answered (as a "
                              "generation with that many samples; default 1: the first schedule alone)")
+    parser.add_argument("--also-schedules", default="", metavar="REGEX",
+                        help="with --check, also check the schedules past the first --samples whose label "
+                             "matches REGEX (e.g. '\\.taps$'), side by side with them")
     parser.add_argument("--timing-lock", default="", help="a file: checks run side by side take turns to time")
     parser.add_argument("--odd-shapes", action="store_true",
                         help="check on each op's first extra shape set as its main shapes (CPU-sized; timings "
@@ -446,7 +461,7 @@ def main(argv=None):
                              args.import_memory_gib)
         if row["imported"] and args.lower:
             programs = lower(row, args.bin, args.target, os.path.join(args.work, "programs", args.target), 120,
-                             args.samples if args.check else 1)
+                             args.samples if args.check else 1, args.also_schedules if args.check else "")
             if programs and args.check:
                 check(row, programs, args)
         status = row.get("outcome") or ("lowered" if row.get("lowered") else row.get("lowering_failure")
