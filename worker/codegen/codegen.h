@@ -73,8 +73,10 @@ struct Schedule {
   //! triton conv GEMMs (forward, and transposed ones not split by phase) with at most 49 window
   //! taps: 1 = taps-outer, a tl.static_range over the window and per tap a loop over blocks of
   //! block_k input channels (the tap's input positions and mask computed once per tap, not per
-  //! reduction element), the weight first laid out [taps, C_in/groups, C_out]; 0 = one loop
-  //! over the flattened C_in/groups x window reduction
+  //! reduction element), the weight first laid out [taps, C_in/groups, C_out]; 2 = the same
+  //! but one pipelined loop over (tap, channel block) pairs, the tap's window coordinates
+  //! taken apart from the loop index; 0 = one loop over the flattened C_in/groups x window
+  //! reduction
   int conv_taps_outer = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.

@@ -193,7 +193,7 @@ std::string Schedule::label() const {
   if (split_k != defaults.split_k) s += ".sk" + std::to_string(split_k);
   if (split_r != defaults.split_r) s += ".sr" + std::to_string(split_r);
   if (line_group != defaults.line_group) s += ".lg";
-  if (conv_taps_outer != defaults.conv_taps_outer) s += ".taps";
+  if (conv_taps_outer != defaults.conv_taps_outer) s += conv_taps_outer == 2 ? ".tapsl" : ".taps";
   return s;
 }
 

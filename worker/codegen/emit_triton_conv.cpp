@@ -211,15 +211,43 @@ std::string TritonEmitter::conv_taps_outer_loop(const Stage& stage, TritonKernel
   body << "    x_row = " << x_channel << " * " << x_spatial << "\n";
   if (grouped) body << "    w_col = grp * " << cout_group << " + rn\n";
   body << "    ck = tl.arange(0, BLOCK_K)\n";
+  // conv_taps_outer 2: one loop over (tap, channel block) pairs instead of the static loops
+  // below, the tap's window coordinates taken apart from the loop index (scalar work), so that
+  // Triton's pipelining (num_stages) overlaps the next taps' loads with this tap's tl.dot; a
+  // static loop's taps are unrolled, and with at most BLOCK_K input channels the channel loop
+  // inside has one step, nothing to pipeline.
+  const bool one_loop = s_.conv_taps_outer == 2;
+  std::string indent = "    ", mask = "rmask", spatial_at, tap;
+  if (one_loop) {
+    std::string taps;
+    for (int sd = 0; sd < spatial; ++sd) taps += names.kernel[sd] + " * ";
+    body << "    cblocks = tl.cdiv(" << names.cin_group << ", BLOCK_K)\n";
+    body << "    for step in range(0, " << taps << "cblocks):\n";
+    indent = "        ";
+    body << indent << "tap = step // cblocks\n";
+    body << indent << "c0 = (step - tap * cblocks) * BLOCK_K\n";
+    std::string rest = "tap";
+    for (int sd = spatial - 1; sd >= 0; --sd) {
+      const std::string kd = "kd" + std::to_string(sd);
+      if (sd == 0) {
+        body << indent << kd << " = " << rest << "\n";
+      } else {
+        body << indent << kd << " = " << rest << " % " << names.kernel[sd] << "\n";
+        rest = "(" + rest + " // " + names.kernel[sd] + ")";
+      }
+    }
+    tap = "tap";
+  }
   // One static loop per window dim (outermost first): the tap's input index along it, its
   // bounds in the position mask, and the spatial offset in Horner form, all [BLOCK_M].
-  std::string indent = "    ", mask = "rmask", spatial_at, tap;
   for (int sd = 0; sd < spatial; ++sd) {
     const std::string n = std::to_string(sd), kd = "kd" + n, ix = "ix" + n;
     const int64_t s = win.stride[sd], p = win.padding[sd], d = win.dilation[sd];
     const std::string tap_at = kd + (d == 1 ? "" : " * " + std::to_string(d));
-    body << indent << "for " << kd << " in tl.static_range(" << names.kernel[sd] << "):\n";
-    indent += "    ";
+    if (!one_loop) {
+      body << indent << "for " << kd << " in tl.static_range(" << names.kernel[sd] << "):\n";
+      indent += "    ";
+    }
     std::string bounds;
     if (!transposed) {
       body << indent << ix << " = " << pos[sd] << (s == 1 ? "" : " * " + std::to_string(s))
@@ -245,7 +273,7 @@ std::string TritonEmitter::conv_taps_outer_loop(const Stage& stage, TritonKernel
       body << indent << "sp" << n << " = " << spatial_at << " * " << names.in[sd] << " + " << ix << "\n";
       spatial_at = "sp" + n;
     }
-    tap = sd == 0 ? kd : (sd == 1 ? tap : "(" + tap + ")") + " * " + names.kernel[sd] + " + " + kd;
+    if (!one_loop) tap = sd == 0 ? kd : (sd == 1 ? tap : "(" + tap + ")") + " * " + names.kernel[sd] + " + " + kd;
   }
   // The tap's channel blocks: A [BLOCK_M, BLOCK_K] strided by x_spatial along the channels,
   // contiguous along positions where the stride is 1; B [BLOCK_K, BLOCK_N] contiguous along
@@ -257,14 +285,17 @@ std::string TritonEmitter::conv_taps_outer_loop(const Stage& stage, TritonKernel
   body << indent << "a_row = x_row + " << spatial_at << "\n";
   body << indent << "w_row = " << (spatial == 1 ? tap : "(" + tap + ")") << " * " << names.cin_group << " * " << cout
        << " + " << (grouped ? "w_col" : "rn") << "\n";
-  body << indent << "for c0 in range(0, " << names.cin_group << ", BLOCK_K):\n";
-  body << indent << "    ci = c0 + ck\n";
-  body << indent << "    cmask = ci < " << names.cin_group << "\n";
-  body << indent << "    a_tile = tl.load(" << x << " + a_row[:, None] + ci[None, :] * " << x_spatial
-       << ", mask=" << mask << "[:, None] & cmask[None, :], other=0.0)\n";
-  body << indent << "    b_tile = tl.load(" << wt << " + w_row[None, :] + ci[:, None] * " << cout
+  if (!one_loop) {
+    body << indent << "for c0 in range(0, " << names.cin_group << ", BLOCK_K):\n";
+    indent += "    ";
+  }
+  body << indent << "ci = c0 + ck\n";
+  body << indent << "cmask = ci < " << names.cin_group << "\n";
+  body << indent << "a_tile = tl.load(" << x << " + a_row[:, None] + ci[None, :] * " << x_spatial << ", mask=" << mask
+       << "[:, None] & cmask[None, :], other=0.0)\n";
+  body << indent << "b_tile = tl.load(" << wt << " + w_row[None, :] + ci[:, None] * " << cout
        << ", mask=cmask[:, None] & nmask[None, :], other=0.0)\n";
-  body << indent << "    acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee")
+  body << indent << "acc = tl.dot(a_tile, b_tile, acc, input_precision=\"" << (s_.dot_x3 ? "tf32x3" : "ieee")
        << "\")\n";
   return body.str();
 }

@@ -139,11 +139,48 @@ std::string materialize_boundaries(const Graph& g, int output, std::set<int>& ma
       materialize_operand(base);
     }
   }
-  // A window read by a reduction, a reshape or another window keeps its elementwise tail
-  // (the conv's bias, an activation: single-user nodes of its shape) in its own kernel:
-  // the end of that chain is materialised, and the window becomes the epilogue's anchor.
+  // A window keeps its elementwise tail (the conv's bias, an activation: the nodes of its
+  // shape computed from it) in its own kernel: the end of the tail is materialised, and the
+  // window becomes the epilogue's anchor. The tail is every node reachable from the window
+  // through elementwise nodes of its shape when all of them lead to one node (the output, or
+  // the one a reduction, reshape or other window reads): a DAG too, as hardswish reads the
+  // conv twice. Otherwise the single-user chain from the window.
+  auto elementwise = [&](int id, int window) {
+    const Node& node = g.nodes[id];
+    return (node.kind == NodeKind::unary || node.kind == NodeKind::binary || node.kind == NodeKind::where) &&
+           same_values(node.shape, g.nodes[window].shape);
+  };
+  auto closed_tail = [&](int window) {  // the one node the window's elementwise cone ends at, or -1
+    std::vector<int> stack = {window};
+    std::set<int> cone;
+    int exit = -1;
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (!cone.insert(id).second) continue;
+      auto users = g.users(id);
+      const bool leaves = id == output || std::any_of(users.begin(), users.end(), [&](int u) {
+        return !elementwise(u, window);
+      });
+      if (leaves) {
+        if (exit >= 0) return -1;
+        exit = id;
+      }
+      for (int u : users)
+        if (elementwise(u, window)) stack.push_back(u);
+    }
+    // The exit's own elementwise users would be cone nodes after it: it must have none.
+    if (exit < 0) return -1;
+    for (int u : g.users(exit))
+      if (elementwise(u, window)) return -1;
+    return exit;
+  };
   for (int id = 0; id < static_cast<int>(g.nodes.size()); ++id) {
     if (g.nodes[id].kind != NodeKind::window) continue;
+    if (const int tail = closed_tail(id); tail >= 0) {
+      materialized.insert(tail);
+      continue;
+    }
     int tail = id;
     for (;;) {
       if (tail != id && materialized.count(tail)) break;

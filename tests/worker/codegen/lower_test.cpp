@@ -408,35 +408,58 @@ TEST(CodegenLower, TritonTransposedConvsWithAStrideSplitOutputsByPhase) {
   EXPECT_TRUE(contains(mixed.program, "u1 % 2 == 0")) << "dim 1 in the gather form\n" << mixed.program;
 }
 
-// Convs with 8 or more input channels per group end the triton space with the taps-outer
-// form of the first two schedules (tf32x3; last while untimed on a GPU): a static loop per
-// window dim, the weight laid out by tap first; a phased transposed conv and a 3-channel conv
-// have none.
-TEST(CodegenLower, TritonConvsTryTheTapsOuterFormLast) {
+// Convs with 8 or more input channels per group start the triton space with the taps-outer
+// form of the first two schedules (tf32x3) in one pipelined loop over (tap, channel block),
+// and end it with the same two in static loops per window dim; the weight is laid out by tap
+// first. A phased transposed conv and a 3-channel conv have neither.
+TEST(CodegenLower, TritonConvsTryTheTapsOuterLoopFirstAndTheStaticLoopsLast) {
   auto stride1 = codegen::analyze(kforge::testing::kernelbench_op("conv_transpose2d_grouped_stride1_dilated"));
   ASSERT_TRUE(stride1.ok()) << stride1.unsupported;
   auto space = codegen::schedule_space(stride1, codegen::Target::triton);
-  ASSERT_GE(space.size(), 3u);
   const size_t n = space.size();
-  for (size_t idx : {n - 2, n - 1}) {
-    EXPECT_EQ(space[idx].conv_taps_outer, 1) << space[idx].label();
+  ASSERT_GE(n, 5u);
+  for (size_t idx : {size_t{0}, size_t{1}, n - 2, n - 1}) {
+    EXPECT_EQ(space[idx].conv_taps_outer, idx < 2 ? 2 : 1) << space[idx].label();
     EXPECT_EQ(space[idx].dot_x3, 1) << space[idx].label();
     EXPECT_EQ(space[idx].block_k, 16) << "8 input channels per group: " << space[idx].label();
-    EXPECT_TRUE(contains(space[idx].label(), ".taps")) << space[idx].label();
+    EXPECT_TRUE(contains(space[idx].label(), idx < 2 ? ".tapsl" : ".taps")) << space[idx].label();
   }
-  for (size_t idx = 0; idx + 2 < n; ++idx) EXPECT_EQ(space[idx].conv_taps_outer, 0) << space[idx].label();
-  auto gen = codegen::emit_program(stride1, space[n - 2], codegen::Target::triton);
-  ASSERT_TRUE(gen.ok()) << gen.unsupported;
-  EXPECT_TRUE(contains(gen.program, "for kd0 in tl.static_range(KD0):")) << gen.program;
-  EXPECT_TRUE(contains(gen.program, "KD1=w.size(3)")) << "window sizes as constexprs\n" << gen.program;
-  EXPECT_TRUE(contains(gen.program, "for c0 in range(0, cin_group, BLOCK_K):")) << gen.program;
-  EXPECT_TRUE(contains(gen.program, "_conv_wt(")) << "the tap-major weight kernel\n" << gen.program;
-  EXPECT_FALSE(contains(gen.program, "rk % ")) << "no per-element tap decomposition\n" << gen.program;
+  for (size_t idx = 2; idx + 2 < n; ++idx) EXPECT_EQ(space[idx].conv_taps_outer, 0) << space[idx].label();
+  auto loop = codegen::emit_program(stride1, space[0], codegen::Target::triton);
+  ASSERT_TRUE(loop.ok()) << loop.unsupported;
+  EXPECT_TRUE(contains(loop.program, "for step in range(0, KD0 * KD1 * cblocks):")) << loop.program;
+  EXPECT_TRUE(contains(loop.program, "kd1 = tap % KD1")) << "the tap taken apart per step\n" << loop.program;
+  EXPECT_FALSE(contains(loop.program, "tl.static_range")) << loop.program;
+  auto unrolled = codegen::emit_program(stride1, space[n - 2], codegen::Target::triton);
+  ASSERT_TRUE(unrolled.ok()) << unrolled.unsupported;
+  EXPECT_TRUE(contains(unrolled.program, "for kd0 in tl.static_range(KD0):")) << unrolled.program;
+  EXPECT_TRUE(contains(unrolled.program, "for c0 in range(0, cin_group, BLOCK_K):")) << unrolled.program;
+  for (const auto* gen : {&loop, &unrolled}) {
+    EXPECT_TRUE(contains(gen->program, "KD1=w.size(3)")) << "window sizes as constexprs\n" << gen->program;
+    EXPECT_TRUE(contains(gen->program, "_conv_wt(")) << "the tap-major weight kernel\n" << gen->program;
+    EXPECT_FALSE(contains(gen->program, "rk % ")) << "no per-element tap decomposition\n" << gen->program;
+  }
   for (const char* name : {"conv_transpose3d_wide_bias_relu", "conv3d_wide_relu"}) {
     auto other = codegen::analyze(kforge::testing::kernelbench_op(name));
     ASSERT_TRUE(other.ok()) << name << ": " << other.unsupported;
     for (const auto& s : codegen::schedule_space(other, codegen::Target::triton))
       EXPECT_EQ(s.conv_taps_outer, 0) << name << " " << s.label();
+  }
+}
+
+// A conv whose every later node is elementwise, up to the output, takes them all as its
+// epilogue, a DAG too: hardswish reads the conv twice (x * clamp(x + 3, 0, 6) / 6), where
+// the single-user chain from the conv would stop at once and leave the activation to a
+// pointwise kernel of its own.
+TEST(CodegenLower, ConvsFuseAnElementwiseDagUpToTheOutput) {
+  auto op = codegen::analyze(kforge::testing::kernelbench_op("conv2d_wide_hardswish"));
+  ASSERT_TRUE(op.ok()) << op.unsupported;
+  ASSERT_EQ(op.stages.size(), 1u) << "one kernel: the conv with its epilogue";
+  EXPECT_EQ(op.stages[0].kind, codegen::StageKind::window);
+  for (auto target : {codegen::Target::opencl, codegen::Target::triton, codegen::Target::cuda}) {
+    auto gen = codegen::emit_program(op, codegen::schedule_space(op, target).front(), target);
+    ASSERT_TRUE(gen.ok()) << gen.unsupported;
+    EXPECT_FALSE(contains(gen.program, "pointwise")) << gen.program;
   }
 }
 
