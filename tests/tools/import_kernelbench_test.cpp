@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -422,6 +423,37 @@ TEST_F(ImportKernelBench, BenchRunnerAnswersTheFastestOfSeveralTeacherSchedules)
   EXPECT_EQ(schedules.size(), 3u) << "three different schedules: " << row.dump(1);
   EXPECT_EQ(row["schedule"], fastest_schedule) << row.dump(1);
   EXPECT_DOUBLE_EQ(row["kernel_ms"].get<double>(), fastest) << row.dump(1);
+
+  // --also-schedules REGEX: the first schedule, then the space's last one (its label as the
+  // regex), checked side by side.
+  auto [space_status, space] =
+      kforge::run_command({std::string(KFORGE_BIN_DIR) + "/kforge-codegen", "schedules",
+                           (root / "work" / "ops" / "level1" / "1_linear_relu.json").string()});
+  ASSERT_EQ(space_status, 0) << space;
+  std::istringstream lines(space);
+  std::string line, last_label;
+  size_t listed = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    size_t index = 0;
+    std::string label;
+    if (fields >> index >> label) last_label = label, ++listed;
+  }
+  ASSERT_GE(listed, 3u) << space;
+  std::string pattern = "^";
+  for (char c : last_label) pattern += c == '.' ? std::string("\\.") : std::string(1, c);
+  pattern += "$";
+  auto [also_status, also_out] = kforge::run_command(
+      {python_with_torch(), std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py", "--kernelbench",
+       root.string(), "--levels", "1", "--check", "--odd-shapes", "--samples", "1", "--also-schedules", pattern,
+       "--check-flags", "--trials 2 --time-budget 0.2", "--bin", KFORGE_BIN_DIR, "--work",
+       (root / "work").string(), "--out", (root / "also.json").string()});
+  ASSERT_EQ(also_status, 0) << also_out;
+  std::ifstream also_in(root / "also.json");
+  const json also = json::parse(also_in)["rows"].at(0);
+  ASSERT_EQ(also["samples_checked"], 2) << also.dump(1);
+  EXPECT_EQ(also["sample_outcomes"][0]["schedule"], row["sample_outcomes"][0]["schedule"]) << also.dump(1);
+  EXPECT_EQ(also["sample_outcomes"][1]["schedule"], last_label) << also.dump(1);
 
   auto [bad_status, bad_out] = kforge::run_command({python_with_torch(),
                                                     std::string(KFORGE_SOURCE_DIR) + "/bench/kernelbench/run.py",
