@@ -185,11 +185,7 @@ std::string materialize_boundaries(const Graph& g, int output, std::set<int>& ma
     for (;;) {
       if (tail != id && materialized.count(tail)) break;
       auto users = g.users(tail);
-      if (users.size() != 1) break;
-      const Node& user = g.nodes[users[0]];
-      const bool elementwise =
-          user.kind == NodeKind::unary || user.kind == NodeKind::binary || user.kind == NodeKind::where;
-      if (!elementwise || !same_values(user.shape, g.nodes[id].shape)) break;
+      if (users.size() != 1 || !elementwise(users[0], id)) break;
       tail = users[0];
     }
     materialized.insert(tail);

@@ -253,6 +253,13 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
     // Taps-outer conv forms (see the window branch): the pipelined loop's first, the static
     // loops' last.
     std::vector<Schedule> taps_loop, taps_static;
+    auto add_taps_forms = [&](Schedule s, int block_k) {
+      s.block_k = block_k;
+      for (auto [form, list] : {std::pair{2, &taps_loop}, std::pair{1, &taps_static}}) {
+        s.conv_taps_outer = form;
+        list->push_back(s);
+      }
+    };
     auto add = [&](int block, int rows, int warps) {
       Schedule s = base;
       s.block = block;
@@ -335,12 +342,7 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       // The static loops (1) come last: slower than the one loop wherever both ran, and their
       // unrolled 25- and 27-tap kernels timed out compiling on 3 of 8 ops.
       if (const int taps_k = kinds.taps_outer_k())
-        for (size_t idx = 0; idx < std::min<size_t>(2, variants.size()); ++idx)
-          for (auto [form, list] : {std::pair{2, &taps_loop}, std::pair{1, &taps_static}}) {
-            list->push_back(variants[idx]);
-            list->back().conv_taps_outer = form;
-            list->back().block_k = taps_k;
-          }
+        for (size_t idx = 0; idx < std::min<size_t>(2, variants.size()); ++idx) add_taps_forms(variants[idx], taps_k);
       const size_t direct = variants.size();
       add(256, 1, 4);
       add(1024, 1, 8);
@@ -381,12 +383,7 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       // Their taps-outer forms, as in the conv-only branch above; block_k is the conv's
       // channel block, left as it was where a matmul stage shares it.
       if (const int taps_k = kinds.taps_outer_k())
-        for (Schedule s : x3)
-          for (auto [form, list] : {std::pair{2, &taps_loop}, std::pair{1, &taps_static}}) {
-            s.conv_taps_outer = form;
-            if (!kinds.matmul) s.block_k = taps_k;
-            list->push_back(s);
-          }
+        for (const Schedule& s : x3) add_taps_forms(s, kinds.matmul ? s.block_k : taps_k);
       variants.insert(variants.begin(), x3.begin(), x3.end());
     }
     variants.insert(variants.begin(), taps_loop.begin(), taps_loop.end());
