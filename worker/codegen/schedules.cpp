@@ -37,6 +37,10 @@ struct StageKinds {
   // last with few outputs (64 per program) over a long reduced dim: slices (a power of two,
   // each at least 256 long, up to 64) enough for about two programs per SM. 1: none.
   int split_r = 1;
+  // The same aimed at about eight programs per SM (slices at least 128 long): more loads in
+  // flight than two programs an SM can keep (the H200's 4096 x 2048 column mean, 2026-11-29:
+  // sr8 read at 640 GB/s). Tried before split_r; equal to it when the dim is too short.
+  int split_r_wide = 1;
   // The same for CUDA's one thread per output: slices (a power of two, each at least 32 long,
   // up to 128) enough for about 128K threads (a 132-SM GPU's 2048 resident threads per SM,
   // half). 1: none.
@@ -88,6 +92,8 @@ struct StageKinds {
           const int64_t outputs = numel_value(stage.reduce_shape) / std::max<int64_t>(1, len);
           const int64_t programs = outputs / 64 + 1;
           while (split_r < 64 && programs * split_r < 264 && len / (split_r * 2) >= 256) split_r *= 2;
+          while (split_r_wide < 64 && programs * split_r_wide < 1056 && len / (split_r_wide * 2) >= 128)
+            split_r_wide *= 2;
           while (split_items < 128 && outputs * split_items < 131072 && len / (split_items * 2) >= 32)
             split_items *= 2;
         }
@@ -100,7 +106,7 @@ struct StageKinds {
         if (last) max_last_line = std::max(max_last_line, shape[axis].value);
       }
     }
-    if (row_stages > 1) split_r = split_items = 1;  // split schedules are for an op's one row reduction
+    if (row_stages > 1) split_r = split_r_wide = split_items = 1;  // split schedules are for an op's one row reduction
   }
 };
 
@@ -274,6 +280,11 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       if (kinds.last_dim) {
         if (whole_fits) {
           add(0, 1, whole_warps);
+          // Twice the warps (half the values per thread), one row and two rows a program.
+          if (whole_warps < 16) {
+            add(0, 1, whole_warps * 2);
+            if (kinds.max_row <= 4096) add(0, 2, whole_warps * 2);
+          }
           if (kinds.max_row <= 1024) add(0, 4, 4);
         }
         add(1024, 1, 4);
@@ -283,11 +294,16 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
       if (kinds.other_dim) {
         // Few outputs over a long reduced dim: the slices side by side first (a single
         // reduction storing one value per output; the emitter refuses any other).
-        if (kinds.split_r > 1 && !kinds.last_dim)
+        if (kinds.split_r > 1 && !kinds.last_dim) {
+          if (kinds.split_r_wide > kinds.split_r) {
+            add(64, 32, 4);
+            variants.back().split_r = kinds.split_r_wide;
+          }
           for (auto [block, rows] : {std::pair{64, 32}, std::pair{32, 64}}) {
             add(block, rows, 4);
             variants.back().split_r = kinds.split_r;
           }
+        }
         add(64, 32, 4);
         if (kinds.max_row > 0 && kinds.max_row <= 256) add(64, 0, 4);
         add(128, 16, 8);
@@ -295,10 +311,15 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
         add(256, 8, 8);
       }
     } else if (kinds.full) {
+      // 1024 first-pass programs first (about eight per SM), then 256 and 128: 256 read the
+      // H200's 2 x 32 MB mse_loss at 2.25 TB/s, torch.compile's at 2.7 (2026-11-29).
+      add(2048, 1, 8);
+      add(1024, 1, 4);
+      for (auto& s : variants) s.partials = 1024;
       add(1024, 1, 4);
       add(2048, 1, 8);
       add(4096, 1, 8);
-      for (auto& s : variants) s.partials = 256;
+      for (size_t i = 2; i < variants.size(); ++i) variants[i].partials = 256;
       variants.back().partials = 128;
     } else if (kinds.pointwise) {
       add(1024, 1, 4);
