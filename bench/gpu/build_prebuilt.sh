@@ -7,7 +7,7 @@
 #
 # Usage: bash bench/gpu/build_prebuilt.sh [TARGET...]
 #   TARGETS  default: the binaries bench/kernelbench/run.py and kforge-worker check need, plus
-#            the Triton-interpreter test binaries run_device.sh's prebuilt tests run
+#            the Triton-interpreter and gpu-labelled test binaries run_device.sh's gtest stage runs
 #   TORCH_SITE  a folder holding torch/ (include, lib, share) and nvidia/nccl from the wheels;
 #            default .cache/torch-wheel/site, filled from PyPI on first use (about 1 GB)
 #   TORCH_VERSION  default 2.11.0 (must match the GPU host's: its libtorch is what loads)
@@ -21,7 +21,7 @@ build=$root/build-gpu
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kforge-worker kforge-codegen kforge-sandbox kforge-jail kforge-probe
                                      kforge-train codegen_window_test codegen_triton_run_test train_distributed_test
-                                     codegen_gpu_test)
+                                     codegen_gpu_test harness_cuda_backend_test harness_inductor_harvest_gpu_test)
 
 fetch() {  # wheels from PyPI, unpacked into $site
   local wheels
