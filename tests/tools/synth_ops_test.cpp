@@ -118,22 +118,44 @@ TEST_F(SynthOps, InputNamesVaryAndMatchTheSignature) {
     lowered += analysis.ok() && !codegen::schedule_space(analysis).empty();
   }
   EXPECT_GE(uses.size(), 15u) << "input names vary";
+  // Arities the held-out ops have and the data once lacked: pointwise ops of four and five
+  // inputs (batch norm's five), and attention's q, k, v with two matmuls.
+  // (TeacherKernelsForSyntheticOpsPassTheHarness checks one of each on PoCL.)
+  int many_inputs = 0;
+  for (const auto& op : ops) many_inputs += op.category == "elementwise_chain" && op.spec.inputs.size() >= 4;
+  EXPECT_GE(many_inputs, 3) << "pointwise ops with four or five inputs";
   EXPECT_LT(uses["x"], static_cast<int>(ops.size()) / 2) << "x is common, not universal";
   EXPECT_GE(lowered, 76) << "renamed ops lower as before (>= 95%)";
   ASSERT_EQ(generate("fixed", 40, 5, "", {"--input-names", "fixed"}).first, 0);
   std::set<std::string> fixed;
   for (const auto& op : train::load_suite((dir_ / "fixed").string()))
     for (const auto& input : op.spec.inputs) fixed.insert(input.name);
-  const std::set<std::string> old_names = {"x", "y", "z", "a", "b", "w", "bias"};
+  const std::set<std::string> old_names = {"x", "y", "z", "a", "b", "w", "bias", "q", "k", "v"};
   for (const auto& name : fixed) EXPECT_TRUE(old_names.count(name)) << name;
 }
 
 TEST_F(SynthOps, TeacherKernelsForSyntheticOpsPassTheHarness) {
   ASSERT_EQ(generate("a", 6, 11).first, 0);
+  auto ops = train::load_suite((dir_ / "a").string());
+  // Besides these six: the first pointwise op with five inputs and the first attention op
+  // with q, k and v (two matmuls) of a larger set.
+  ASSERT_EQ(generate("wide", 300, 11).first, 0);
+  bool five = false, qkv = false;
+  for (auto& op : train::load_suite((dir_ / "wide").string())) {
+    if (!five && op.category == "elementwise_chain" && op.spec.inputs.size() == 5) {
+      five = true;
+      ops.push_back(op);
+    } else if (!qkv && op.category == "attention" && op.spec.inputs.size() == 3) {
+      qkv = true;
+      ops.push_back(op);
+    }
+  }
+  EXPECT_TRUE(five) << "no pointwise op with five inputs among 300";
+  EXPECT_TRUE(qkv) << "no attention op with q, k, v among 300";
   harness::CheckOptions options;
   options.trials = 1;
   options.time = false;
-  for (const auto& op : train::load_suite((dir_ / "a").string())) {
+  for (const auto& op : ops) {
     codegen::Analysis analysis = codegen::analyze(op.spec);
     if (!analysis.ok()) continue;
     codegen::Generated generated = codegen::emit_program(analysis, codegen::schedule_space(analysis).front());
