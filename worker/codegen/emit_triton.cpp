@@ -183,6 +183,7 @@ Generated TritonEmitter::run() {
   for (const Stage& stage : a_.stages)
     has_matmul |= stage.kind == StageKind::matmul ||
                   (stage.kind == StageKind::window && conv_as_gemm(g_.nodes[stage.anchor]));
+  has_matmul &= !s_.line_group;  // a matrix-vector product as rows: products and a tl.sum, no tl.dot
   if (has_matmul && s_.dot_x3)
     out << "# tl.dot with input_precision=\"tf32x3\": each fp32 product as three TF32 products on the tensor cores\n"
            "# (error close to fp32's); the harness's reference and baselines run in fp32 with TF32 off\n";

@@ -20,7 +20,7 @@ namespace kforge::codegen::emit {
 
 void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::string& err) {
   const Node& mm = g_.nodes[stage.anchor];
-  if (s_.block_m < 16 || s_.block_n < 16 || s_.block_k < 16) {
+  if (!s_.line_group && (s_.block_m < 16 || s_.block_n < 16 || s_.block_k < 16)) {
     err = "tl.dot needs tiles of at least 16 in every dim";
     return;
   }
@@ -59,6 +59,10 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
     if (!batched) kk.grid = kk.grid.substr(0, kk.grid.size() - 1) + ",)";
     return nm;
   };
+  if (s_.line_group && (split || batched || b_batched || trans_a || !(mv || b_eff.back().value == 1))) {
+    err = "line_group matmuls need a row-major A and one output column, unbatched, without split-K";
+    return;
+  }
   const Names n_dot = names_in(dot);
   const Names n_out = split ? names_in(k) : n_dot;
   const std::string& M = n_out.M;
@@ -88,6 +92,37 @@ void TritonEmitter::matmul(const Stage& stage, const std::string& name, std::str
   };
   const std::string result = e.value(stage.root, coords);
   const std::string epilogue = e.take_outer("    ") + e.take_lines("    ");
+  if (s_.line_group) {
+    // C[m] = sum_k A[m, k] * B[k] (B one column: 1-D, [K, 1] or a view of [1, K]): BLOCK_M
+    // rows per program, each read in BLOCK_K chunks along its contiguous K into a
+    // [BLOCK_M, BLOCK_K] accumulator of products, summed once after the loop; the epilogue on
+    // the [BLOCK_M, 1] sums. The tiled form computes one useful column of its 64 (torch.mv of
+    // 8192 x 2048: 0.38x eager on an H200, bench/results/gpu_2026_11_29b); this one reads A
+    // once, as the OpenCL and CUDA work-group-per-row form (emit_matmul.cpp's matvec_rows).
+    const Names& nm = n_dot;
+    k.grid = "(triton.cdiv(" + py(m_dim.expr()) + ", " + std::to_string(s_.block_m) + "),)";
+    std::ostringstream body;
+    body << "    rows = tl.program_id(0) * " << nm.bm << " + tl.arange(0, " << nm.bm << ")\n";
+    body << "    rm = rows % " << nm.M << "  # rows past the edge wrap around (in bounds, never stored)\n";
+    body << "    rk = tl.arange(0, " << nm.bk << ")\n";
+    body << "    a_ptrs = " << a << " + rm[:, None] * " << nm.K << " + rk[None, :]\n";
+    body << "    b_ptrs = " << b << " + rk * " << bk << "\n";
+    body << "    prod = tl.zeros((" << nm.bm << ", " << nm.bk << "), dtype=tl.float32)\n";
+    body << "    for k0 in range(0, " << nm.K << ", " << nm.bk << "):\n";
+    body << "        kmask = rk < " << nm.K << " - k0\n";
+    body << "        a_tile = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)\n";
+    body << "        b_vec = tl.load(b_ptrs, mask=kmask, other=0.0)\n";
+    body << "        prod += a_tile * b_vec[None, :]\n";
+    body << "        a_ptrs += " << nm.bk << "\n";
+    body << "        b_ptrs += " << nm.bk << " * " << bk << "\n";
+    body << "    acc = tl.sum(prod, axis=1, keep_dims=True)\n";
+    body << "    m = rows[:, None]\n    n = 0  # the one output column\n";
+    body << "    mask = (m < " << nm.M << ") & (n < " << nm.N << ")\n";
+    body << epilogue << "    tl.store(" << out << " + " << out_idx << ", " << result << ", mask=mask)\n";
+    k.body = body.str();
+    kernels_.push_back(k);
+    return;
+  }
 
   // Program ids to tiles, GROUP_M rows of tiles per group (L2 reuse).
   auto tile_lines = [&](const Names& nm) {

@@ -436,6 +436,24 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
         x3.insert(x3.begin() + (dot_x3 ? 0 : 1), s);
       }
     candidates.insert(candidates.begin(), x3.begin(), x3.end());
+    // A matrix-vector product: BLOCK_M rows a program, each read along K in BLOCK_K chunks
+    // (emit_triton_matmul.cpp's line_group form), where a tile computes one useful column of
+    // 64; first, or after split-K's pair when K is long and the rows few.
+    if (kinds.matvec) {
+      std::vector<Schedule> rows;
+      for (auto [bm, bk] : {std::pair{8, 512}, std::pair{16, 256}}) {
+        Schedule s = candidates.back();
+        s.line_group = 1;
+        s.block_m = bm;
+        s.block_k = bk;
+        s.warps = 4;
+        s.stages = 3;
+        s.dot_x3 = 0;
+        s.split_k = 1;
+        rows.push_back(s);
+      }
+      candidates.insert(candidates.begin() + (kinds.split_k > 1 ? 2 : 0), rows.begin(), rows.end());
+    }
   }
   return candidates;
 }

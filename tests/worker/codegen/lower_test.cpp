@@ -510,6 +510,33 @@ TEST(CodegenLower, TritonReductionsWithFewOutputsOverALongDimSplit) {
       << cuda_gen.program;
 }
 
+// A matrix-vector product reads rows in Triton too: BLOCK_M rows a program along K, products
+// summed by tl.sum, no tl.dot (whose 16-64-wide tile would compute one useful column); first,
+// or after the split-K pair when K is long and the rows few. Other matmuls have none.
+TEST(CodegenLower, TritonMatrixVectorProductsReadRows) {
+  auto mv = codegen::analyze(suite_op("matvec"));  // [8192, 2048] @ [2048]
+  ASSERT_TRUE(mv.ok()) << mv.unsupported;
+  auto space = codegen::schedule_space(mv, codegen::Target::triton);
+  ASSERT_GE(space.size(), 3u);
+  EXPECT_TRUE(space[0].line_group && space[1].line_group) << space[0].label() << " " << space[1].label();
+  EXPECT_FALSE(space[2].line_group) << "the tiles follow";
+  EXPECT_TRUE(contains(space[0].label(), ".lg")) << space[0].label();
+  auto gen = codegen::emit_program(mv, space[0], codegen::Target::triton);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "acc = tl.sum(prod, axis=1, keep_dims=True)")) << gen.program;
+  EXPECT_FALSE(contains(gen.program, "tl.dot")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "[(triton.cdiv(x.size(0), 8),)]")) << gen.program;
+  auto long_k = codegen::analyze(kforge::testing::kernelbench_op("matvec_long_k"));  // [48, 10000] @ [10000]
+  ASSERT_TRUE(long_k.ok()) << long_k.unsupported;
+  auto long_space = codegen::schedule_space(long_k, codegen::Target::triton);
+  ASSERT_GE(long_space.size(), 4u);
+  EXPECT_GT(long_space[0].split_k, 1) << long_space[0].label();
+  EXPECT_TRUE(long_space[2].line_group && long_space[3].line_group) << long_space[2].label();
+  auto linear = codegen::analyze(suite_op("linear_gelu"));
+  for (const auto& s : codegen::schedule_space(linear, codegen::Target::triton))
+    EXPECT_FALSE(s.line_group) << s.label();
+}
+
 // Few output tiles over a long K: split-K schedules come first in Triton, two kernels through
 // a scratch of partial tiles; a matmul with tiles enough for the GPU has none.
 TEST(CodegenLower, TritonMatmulsWithFewTilesOverALongKSplitK) {

@@ -52,7 +52,7 @@ TEST(CodegenTritonRun, PointwiseRowAndReductionOpsAreCorrectInTheInterpreter) {
 // Scans and arg reduction (both layouts), matmuls with epilogues, a three-stage attention.
 TEST(CodegenTritonRun, ScanArgReductionAndMatmulOpsAreCorrectInTheInterpreter) {
   REQUIRE_TRITON(python);
-  check_in_interpreter(python, {"cumsum_last", "cumsum_dim0", "argmax_last", "linear_gelu", "bmm", "attention"});
+  check_in_interpreter(python, {"cumsum_last", "cumsum_dim0", "argmax_last", "linear_gelu", "bmm", "attention", "matvec"});
 }
 
 // Split reductions (few outputs over a long reduced dim: slices side by side, then a second
