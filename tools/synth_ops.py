@@ -94,7 +94,7 @@ def chained_tree(rng, leaves, ops_used):
 def make_pointwise(rng):
     # Up to five inputs: the held-out ops have five (batch_norm_infer_relu) and the model,
     # trained on at most three, wrote launch lines with the wrong argument count for them
-    # (2026-11-29: 20 of 31 rule violations of the shipped model were arg_count_mismatch).
+    # (2026-11-29: 19 of the shipped model's 31 rule violations were arg_count_mismatch).
     n_inputs = rng.choice([1, 1, 2, 2, 3, 3, 4, 5])
     names = ["x", "y", "z", "a", "b"][:n_inputs]
     patterns = [("x", "rc")] + [(n, rng.choice(["rc", "rc", "c", "r1"])) for n in names[1:]]

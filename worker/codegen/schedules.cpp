@@ -313,14 +313,11 @@ std::vector<Schedule> triton_space(const StageKinds& kinds) {
     } else if (kinds.full) {
       // 1024 first-pass programs first (about eight per SM), then 256 and 128: 256 read the
       // H200's 2 x 32 MB mse_loss at 2.25 TB/s, torch.compile's at 2.7 (2026-11-29).
-      add(2048, 1, 8);
-      add(1024, 1, 4);
-      for (auto& s : variants) s.partials = 1024;
-      add(1024, 1, 4);
-      add(2048, 1, 8);
-      add(4096, 1, 8);
-      for (size_t i = 2; i < variants.size(); ++i) variants[i].partials = 256;
-      variants.back().partials = 128;
+      for (auto [block, warps, partials] :
+           {std::tuple{2048, 8, 1024}, {1024, 4, 1024}, {1024, 4, 256}, {2048, 8, 256}, {4096, 8, 128}}) {
+        add(block, 1, warps);
+        variants.back().partials = partials;
+      }
     } else if (kinds.pointwise) {
       add(1024, 1, 4);
       add(2048, 1, 8);
