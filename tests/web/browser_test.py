@@ -340,9 +340,13 @@ def good_op_is_followed_live_to_a_highlighted_kernel(b, submit_token):
     check(seen & {"queued", "running"}, f"the page never showed the job queued or running: {seen}")
     check(status == "succeeded", f"the generation ended {status or 'never'}: {b.css('main')[0].text[:600]}")
     page_ready(b, "#best-kernel[data-highlighted='true']", 30, "no highlighted best kernel after the generation")
-    code = b.css("#best-kernel code")[0]
-    check("__kernel" in code.text, "the best kernel is not an OpenCL program")
-    check(code.find_elements(By.CSS_SELECTOR, "span[class^='hljs-']"), "the best kernel is not highlighted")
+    # Read in one script: the live page may render the result again after it finished, and an
+    # element found first and queried after would then be stale (CI, 2026-11-29).
+    code = b.js("const c = document.querySelector('#best-kernel code');"
+                " return c ? {text: c.textContent, spans: c.querySelectorAll(\"span[class^='hljs-']\").length} : null")
+    check(code is not None, "no best kernel code")
+    check("__kernel" in code["text"], "the best kernel is not an OpenCL program")
+    check(code["spans"] > 0, "the best kernel is not highlighted")
     check(b.css("table tbody tr .badge-correct"), "the arriving candidates are not listed")
     check(not b.css("#cancel"), "a finished generation still offers cancel")
     b.screenshot("generation", tall=1300)
