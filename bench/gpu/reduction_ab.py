@@ -28,6 +28,19 @@ def bench(fn, rep=100):
     return do_bench(fn, warmup=min(25, rep // 4), rep=rep, return_mode="median")
 
 
+def autotuners():
+    """Inductor's CachingAutotuner objects alive now (gc lists weak proxies whose referent may be gone)."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    found = []
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, CachingAutotuner):
+                found.append(o)
+        except ReferenceError:
+            continue
+    return found
+
+
 def inductor_part(name):
     spec = json.load(open(f"suite/level2/{name}.json"))
     scope = {"torch": torch, "Tensor": torch.Tensor}
@@ -35,8 +48,7 @@ def inductor_part(name):
     forward = scope["forward"]
     gen = torch.Generator(device="cuda").manual_seed(0)
     inputs = [torch.randn(i["shape"], device="cuda", generator=gen) for i in spec["inputs"]]
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-    before = {id(o) for o in gc.get_objects() if isinstance(o, CachingAutotuner)}
+    before = {id(o) for o in autotuners()}
     torch._dynamo.reset()
     compiled = torch.compile(forward)
     compiled(*inputs)
@@ -44,8 +56,8 @@ def inductor_part(name):
     row = {"op": name, "shapes": [list(t.shape) for t in inputs],
            "eager_ms": bench(lambda: forward(*inputs)), "compile_ms": bench(lambda: compiled(*inputs)),
            "kernels": []}
-    for o in gc.get_objects():
-        if isinstance(o, CachingAutotuner) and id(o) not in before:
+    for o in autotuners():
+        if id(o) not in before:
             launchers = getattr(o, "launchers", []) or []
             cfg = launchers[0].config if launchers else None
             row["kernels"].append({

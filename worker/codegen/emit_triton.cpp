@@ -148,12 +148,14 @@ ExprEmitter TritonEmitter::expr(int* counter, int root) const {
   return e;
 }
 
-std::string TritonEmitter::load(TritonKernel& k, int id, const std::string& idx, const std::string& mask) {
+std::string TritonEmitter::load(TritonKernel& k, int id, const std::string& idx, const std::string& mask,
+                                const std::string& evict) {
   const Node& leaf = g_.nodes[id];
   const std::string buf = k.buffer(forward_buffer(id));
   if (numel_value(leaf.shape) == 1) return "tl.load(" + buf + ")";
   const std::string other = leaf.int_type.empty() ? "0.0" : "0";
-  return "tl.load(" + buf + " + " + idx + ", mask=" + mask + ", other=" + other + ")";
+  const std::string policy = evict.empty() ? "" : ", eviction_policy=\"" + evict + "\"";
+  return "tl.load(" + buf + " + " + idx + ", mask=" + mask + ", other=" + other + policy + ")";
 }
 
 Generated TritonEmitter::run() {

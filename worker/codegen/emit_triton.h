@@ -68,8 +68,11 @@ class TritonEmitter : public StageBuffers {
   std::string forward_buffer(int id) const;
   //! An expression emitter for Triton blocks that reads leaves from buffers.
   ExprEmitter expr(int* counter, int root) const;
-  //! `tl.load(buf + idx, mask=mask, other=...)` for node `id` (a scalar load when it has one element).
-  std::string load(TritonKernel& k, int id, const std::string& idx, const std::string& mask);
+  //! `tl.load(buf + idx, mask=mask, other=...)` for node `id` (a scalar load when it has one element),
+  //! with `eviction_policy=evict` when given ("evict_first": a stream read once; "evict_last": a
+  //! row a later pass of the same program reads again), as Inductor's reductions load.
+  std::string load(TritonKernel& k, int id, const std::string& idx, const std::string& mask,
+                   const std::string& evict = "");
 
   //! An emitter for an element-per-lane kernel (pointwise, window epilogues): operands read at
   //! `offs` when they have the output's shape, else at `coords` (setting `need_coords`).
