@@ -78,6 +78,11 @@ struct Schedule {
   //! taken apart from the loop index; 0 = one loop over the flattened C_in/groups x window
   //! reduction
   int conv_taps_outer = 0;
+  //! opencl / cuda matmuls: > 0 = a 2-D register tile, each thread accumulating reg_m x reg_n
+  //! outputs (multiples of 4) of a block_m x block_n block tile from block_k-deep slices of A and
+  //! B staged k-major in shared memory (the SIMT SGEMM layout: float4 reads of both slices, an
+  //! outer product per k); 0 = the tile / work_per_item form
+  int reg_m = 0, reg_n = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

@@ -194,6 +194,7 @@ std::string Schedule::label() const {
   if (split_r != defaults.split_r) s += ".sr" + std::to_string(split_r);
   if (line_group != defaults.line_group) s += ".lg";
   if (conv_taps_outer != defaults.conv_taps_outer) s += conv_taps_outer == 2 ? ".tapsl" : ".taps";
+  if (reg_m != defaults.reg_m || reg_n != defaults.reg_n) s += ".rt" + std::to_string(reg_m) + "x" + std::to_string(reg_n);
   return s;
 }
 

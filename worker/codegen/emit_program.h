@@ -173,6 +173,7 @@ class ProgramEmitter : public StageBuffers {
   std::string tiled_epilogue(const Stage& stage, Kernel& k, const std::string& M, const std::string& N,
                              std::string& out_idx, std::string& result, const std::string& acc = "acc[wr]");
   std::string matvec_rows(const Stage& stage, const std::string& name, std::string& err);
+  std::string matmul_register_tiles(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter register_epilogue(int width, const Stage& stage, Kernel& k, int* counter, std::string& err);
   std::string registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops, const RegisterBlock& blk,

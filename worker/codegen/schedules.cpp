@@ -139,18 +139,33 @@ std::vector<Schedule> line_group_variants(Schedule base) {
 // output for other dims, shared-memory matmul tiles.
 std::vector<Schedule> cuda_space(const StageKinds& kinds) {
   std::vector<Schedule> candidates;
+  // Matmul forms: 2-D register tiles (block_m x block_n x block_k, reg_m x reg_n per thread)
+  // first, then the 1-D tiles (tile, work_per_item, unroll), in an order that puts the best of
+  // each family at the spread picks of `bench --max-schedules 3` (0, n/3, 2n/3): on an H200
+  // (2026-11-29) the 1-D form's best were ts32.wpt8.u4 (bmm, attention) and ts64.wpt16.u1
+  // (linear), at 0.36-0.83x eager. 16-wide tiles were never the fastest on a GPU and are gone.
   struct Tile {
-    int tile, wpt;
+    int tile, wpt, unroll;
+    int bm = 0, bn = 0, bk = 0, rm = 0, rn = 0;
   };
-  std::vector<Tile> tiles = {{32, 8}, {64, 16}, {32, 4}, {16, 4}, {16, 1}};
-  if (!kinds.matmul) tiles = {{16, 1}};
-  for (auto tile : tiles)
-    for (int unroll : kinds.matmul ? std::vector<int>{4, 1} : std::vector<int>{1}) {
+  std::vector<Tile> tiles = {{16, 1, 1}};
+  if (kinds.matmul)
+    tiles = {{16, 1, 1, 128, 64, 8, 8, 4}, {16, 1, 1, 64, 64, 8, 4, 4}, {16, 1, 1, 128, 128, 8, 8, 8},
+             {32, 8, 4}, {32, 4, 4}, {32, 8, 1}, {64, 16, 1}, {64, 16, 4}, {32, 4, 1}};
+  for (const Tile& tile : tiles) {
+      const int unroll = tile.unroll;
       Schedule base;
       base.tile = tile.tile;
       base.work_per_item = tile.wpt;
       base.unroll = unroll;
       base.vector_width = 1;
+      if (tile.rm > 0) {
+        base.block_m = tile.bm;
+        base.block_n = tile.bn;
+        base.block_k = tile.bk;
+        base.reg_m = tile.rm;
+        base.reg_n = tile.rn;
+      }
       std::vector<Schedule> variants;
       if (kinds.rows) {
         // Few outputs over a long reduced dim (another than the last): a thread per output and

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tests/worker/codegen/suite_ops.h"
@@ -221,5 +222,38 @@ TEST(CodegenRun, LineGroupSchedulesOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
       ++checked;
     }
     EXPECT_EQ(checked, 2) << name << ": the cuda space should hold two line_group schedules (work-groups 256, 1024)";
+  }
+}
+
+// The cuda space's register-tiled matmuls (emit_matmul.cpp's matmul_register_tiles: a block
+// tile staged k-major in shared memory, reg_m x reg_n outputs per thread) share their emitter
+// with OpenCL: each of the three tile shapes, in its OpenCL form, on PoCL, on odd shapes (no
+// dim a multiple of a tile), with B plain, B transposed (linear's weight, q k^T), A transposed,
+// batched, and with epilogues and a softmax stage after the product (attention).
+TEST(CodegenRun, RegisterTiledMatmulsOfTheCudaSpaceAreCorrectInTheirOpenclForm) {
+  if (harness::list_devices().empty()) GTEST_SKIP() << "no OpenCL device";
+  std::vector<std::pair<std::string, spec::OpSpec>> ops;
+  for (const char* name : {"linear_relu", "matmul_bias_relu", "bmm_scale_add", "attention"})
+    ops.emplace_back(name, on_odd_shapes(kforge::testing::suite_op(name)));
+  ops.emplace_back("mm_transposed", on_odd_shapes(kforge::testing::suite_op("mm_transposed")));
+  spec::OpSpec trans_a = on_odd_shapes(kforge::testing::suite_op("mm_transposed"));
+  trans_a.name = "mm_transposed_a";
+  trans_a.source = "def forward(x: Tensor, w: Tensor) -> Tensor:\n    return torch.relu(torch.mm(x.t(), w))\n";
+  trans_a.inputs.at(0).shape = {37, 45};
+  trans_a.inputs.at(1).shape = {37, 29};
+  trans_a.extra_shapes.clear();
+  ops.emplace_back("mm_transposed_a", trans_a);
+  for (const auto& [name, spec] : ops) {
+    auto analysis = codegen::analyze(spec);
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.unsupported;
+    std::set<std::string> tiles;
+    for (const auto& schedule : codegen::schedule_space(analysis, codegen::Target::cuda)) {
+      if (schedule.reg_m == 0) continue;
+      const std::string tile = std::to_string(schedule.block_m) + "x" + std::to_string(schedule.block_n) + "/" +
+                               std::to_string(schedule.reg_m) + "x" + std::to_string(schedule.reg_n);
+      if (!tiles.insert(tile).second) continue;
+      expect_correct_in_opencl_form(name, spec, analysis, schedule);
+    }
+    EXPECT_EQ(tiles.size(), 3u) << name << ": the cuda space should hold three register-tile shapes";
   }
 }
