@@ -24,7 +24,8 @@ const std::set<std::string> kReserved = {
     // blocked row sums (emit_reduce.cpp)
     "rb", "rend", "part",
     // register-tiled matmuls (emit_matmul.cpp)
-    "As", "Bs", "tid", "tx", "ty", "ld", "el", "mm", "nn", "a_reg", "b_reg", "a_vec0", "a_vec1", "b_vec0", "b_vec1"};
+    "As", "Bs", "tid", "tx", "ty", "ld", "el", "mm", "nn", "a_reg", "b_reg", "a_vec0", "a_vec1", "b_vec0", "b_vec1",
+    "pa", "pb", "buf", "kn", "more"};
 
 // xoff0, kd1, t2...: the window loops' numbered locals.
 bool window_local(const std::string& name) {

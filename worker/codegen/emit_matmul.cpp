@@ -142,7 +142,8 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
 // every thread multiplies its reg_m values of A by its reg_n values of B at each k (an outer
 // product into reg_m x reg_n accumulators). A thread's rows (and columns) are runs of 4 spread
 // over the tile, 4 * block / reg apart, so a warp's float4 reads of a slice are contiguous
-// (no bank conflicts) and the staging stores, padded by 4, spread over the banks. The fused
+// (no bank conflicts) and the staging stores, padded by 4, spread over the banks. Two buffers:
+// the next slice's global reads are in flight during this one's products. The fused
 // epilogue is applied to each accumulator before its store. The 1-D form (tile x work_per_item)
 // kept 1024^3 fp32 at about 0.4x cuBLAS on an H200 (2026-11-29).
 std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std::string& name, std::string& err) {
@@ -177,17 +178,17 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
     return "(" + idx + " / 4) * " + std::to_string(4 * block / reg) + " + " + lane + " * 4 + " + idx + " % 4";
   };
   auto read4 = [&](const std::string& tile, const std::string& at) {
-    return d_.cuda() ? "*reinterpret_cast<const float4*>(&" + tile + "[kk][" + at + "])"
-                     : "vload4(0, &" + tile + "[kk][" + at + "])";
+    return d_.cuda() ? "*reinterpret_cast<const float4*>(&" + tile + "[buf][kk][" + at + "])"
+                     : "vload4(0, &" + tile + "[buf][kk][" + at + "])";
   };
   const std::string sa = std::to_string(bm * bk / threads), sb = std::to_string(bk * bn / threads);
   const std::string T = std::to_string(threads), BM = std::to_string(bm), BN = std::to_string(bn),
                     BK = std::to_string(bk);
   std::ostringstream body;
   body << "  // " << bm << " x " << bn << " outputs per block of " << threads << " threads, " << tm << " x " << tn
-       << " per thread; A and B " << bk << "-deep slices k-major in shared memory\n";
-  body << "  " << d_.shared() << " float As[" << bk << "][" << bm + 4 << "];\n";
-  body << "  " << d_.shared() << " float Bs[" << bk << "][" << bn + 4 << "];\n";
+       << " per thread; A and B " << bk << "-deep slices k-major in shared memory, two buffers\n";
+  body << "  " << d_.shared() << " float As[2][" << bk << "][" << bm + 4 << "];\n";
+  body << "  " << d_.shared() << " float Bs[2][" << bk << "][" << bn + 4 << "];\n";
   body << "  const int tid = " << d_.local_id(0) << ";\n";
   body << "  const int tx = tid % " << tx_count << ", ty = tid / " << tx_count << ";\n";
   body << "  const int m0 = " << d_.group_id(1) << " * " << bm << ", n0 = " << d_.group_id(0) << " * " << bn << ";\n";
@@ -197,26 +198,48 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
   // local memory instead of registers.
   body << "  #pragma unroll\n  for (int i = 0; i < " << tm << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < " << tn
        << "; ++j) acc[i][j] = 0.0f;\n";
+  // One operand's slice, `count` elements a thread: element el = tid + ld * threads taken apart
+  // along the operand's contiguous dim (k for a row-major A and a transposed B, m and n
+  // otherwise), fetched from global memory at k offset `kn` into registers, then stored to the
+  // shared buffer `buf`.
+  struct Slice {
+    std::string regs, tile, other, count, split, coords, bounds, at;
+  };
+  const Slice slices[2] = {
+      {"pa", "As", "mm", sa, ops.trans_a ? "mm = el % " + BM + ", kk = el / " + BM : "kk = el % " + BK + ", mm = el / " + BK,
+       "am = m0 + mm, ak = kn + kk", "am < " + M + " && ak < " + K,
+       ops.a + "[" + a_base + (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak") + "]"},
+      {"pb", "Bs", "nn", sb, ops.trans_b ? "kk = el % " + BK + ", nn = el / " + BK : "nn = el % " + BN + ", kk = el / " + BN,
+       "bk = kn + kk, bn = n0 + nn", "bk < " + K + " && bn < " + N,
+       ops.b + "[" + b_base + (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn") + "]"}};
+  auto each_element = [&](const Slice& sl, const std::string& indent, const std::string& lines) {
+    return indent + "#pragma unroll\n" + indent + "for (int ld = 0; ld < " + sl.count + "; ++ld) {\n" + indent +
+           "  const int el = tid + ld * " + T + ";\n" + indent + "  const int " + sl.split + ";\n" + lines + indent + "}\n";
+  };
+  auto fetch = [&](const std::string& indent) {
+    std::string out;
+    for (const Slice& sl : slices)
+      out += each_element(sl, indent, indent + "  const int " + sl.coords + ";\n" + indent + "  " + sl.regs +
+                                          "[ld] = (" + sl.bounds + ") ? " + sl.at + " : 0.0f;\n");
+    return out;
+  };
+  auto store = [&](const std::string& indent, const std::string& buf) {
+    std::string out;
+    for (const Slice& sl : slices)
+      out += each_element(sl, indent, indent + "  " + sl.tile + "[" + buf + "][kk][" + sl.other + "] = " + sl.regs + "[ld];\n");
+    return out;
+  };
+  // Double-buffered: the next slice is fetched into registers before this one's products and
+  // stored to the other buffer after them, so its global latency overlaps the arithmetic and a
+  // step needs one barrier.
+  body << "  float pa[" << sa << "], pb[" << sb << "];\n";
+  body << "  {\n    const int kn = 0;\n" << fetch("    ") << store("    ", "0") << "  }\n";
+  body << "  " << d_.barrier() << ";\n";
+  body << "  int buf = 0;\n";
   body << "  for (int k0 = 0; k0 < " << K << "; k0 += " << bk << ") {\n";
-  // A's slice: along k when A is row-major, along m when it is read through a transpose.
-  body << "    for (int ld = 0; ld < " << sa << "; ++ld) {\n      const int el = tid + ld * " << T << ";\n";
-  if (ops.trans_a)
-    body << "      const int mm = el % " << BM << ", kk = el / " << BM << ";\n";
-  else
-    body << "      const int kk = el % " << BK << ", mm = el / " << BK << ";\n";
-  body << "      const int am = m0 + mm, ak = k0 + kk;\n";
-  body << "      As[kk][mm] = (am < " << M << " && ak < " << K << ") ? " << ops.a << "[" << a_base
-       << (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak") << "] : 0.0f;\n    }\n";
-  // B's slice: along n when B is [K, N], along k when it is read through a transpose ([N, K]).
-  body << "    for (int ld = 0; ld < " << sb << "; ++ld) {\n      const int el = tid + ld * " << T << ";\n";
-  if (ops.trans_b)
-    body << "      const int kk = el % " << BK << ", nn = el / " << BK << ";\n";
-  else
-    body << "      const int nn = el % " << BN << ", kk = el / " << BN << ";\n";
-  body << "      const int bk = k0 + kk, bn = n0 + nn;\n";
-  body << "      Bs[kk][nn] = (bk < " << K << " && bn < " << N << ") ? " << ops.b << "[" << b_base
-       << (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn") << "] : 0.0f;\n    }\n";
-  body << "    " << d_.barrier() << ";\n";
+  body << "    const int kn = k0 + " << bk << ";\n";
+  body << "    const bool more = kn < " << K << ";\n";
+  body << "    if (more) {\n" << fetch("      ") << "    }\n";
   body << "    #pragma unroll\n    for (int kk = 0; kk < " << bk << "; ++kk) {\n";
   body << "      float a_reg[" << tm << "], b_reg[" << tn << "];\n";
   for (int c = 0; c < tm / 4; ++c) {
@@ -233,7 +256,9 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
   }
   body << "      #pragma unroll\n      for (int i = 0; i < " << tm << "; ++i)\n";
   body << "        #pragma unroll\n        for (int j = 0; j < " << tn << "; ++j) acc[i][j] += a_reg[i] * b_reg[j];\n";
-  body << "    }\n    " << d_.barrier() << ";\n  }\n";
+  body << "    }\n";
+  body << "    if (more) {\n" << store("      ", "buf ^ 1") << "    }\n";
+  body << "    buf ^= 1;\n    " << d_.barrier() << ";\n  }\n";
   body << "  #pragma unroll\n  for (int i = 0; i < " << tm << "; ++i) {\n";
   body << "    const int m = m0 + " << spread("i", "ty", bm, tm) << ";\n";
   body << "    #pragma unroll\n    for (int j = 0; j < " << tn << "; ++j) {\n";

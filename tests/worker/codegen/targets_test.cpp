@@ -74,11 +74,18 @@ TEST(CodegenTargets, TargetsShareTheStagesAndSpellTheirOwnKernels) {
                        "tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")"));
   EXPECT_TRUE(contains(mm.program, "GROUP_M")) << mm.program;
   EXPECT_TRUE(contains(mm.program, "tl.erf(")) << "gelu fused into the epilogue\n" << mm.program;
-  auto tiled = codegen::emit_program(linear, codegen::schedule_space(linear, codegen::Target::cuda).front(),
-                                     codegen::Target::cuda);
-  ASSERT_TRUE(tiled.ok()) << tiled.unsupported;
+  // CUDA: register tiles first (double-buffered shared slices, float4 reads), the 1-D tiles after.
+  const auto cuda_space = codegen::schedule_space(linear, codegen::Target::cuda);
+  auto registers = codegen::emit_program(linear, cuda_space.front(), codegen::Target::cuda);
+  ASSERT_TRUE(registers.ok()) << registers.unsupported;
+  EXPECT_TRUE(contains(registers.program, "__shared__ float As[2][8][132]")) << registers.program;
+  EXPECT_TRUE(contains(registers.program, "*reinterpret_cast<const float4*>(&As[buf][kk]")) << registers.program;
+  EXPECT_TRUE(contains(registers.program, "__syncthreads()")) << registers.program;
+  auto tile_form = std::find_if(cuda_space.begin(), cuda_space.end(),
+                                [](const codegen::Schedule& s) { return s.reg_m == 0; });
+  ASSERT_NE(tile_form, cuda_space.end());
+  auto tiled = codegen::emit_program(linear, *tile_form, codegen::Target::cuda);
   EXPECT_TRUE(contains(tiled.program, "__shared__ float tile_a")) << tiled.program;
-  EXPECT_TRUE(contains(tiled.program, "__syncthreads()")) << tiled.program;
 }
 
 // The SFT data names kernels by role, so a model never copies the op's name into the
