@@ -89,7 +89,7 @@ for target, bench in (("triton", triton), ("cuda", cuda)):
 teacher["matmul_vs_eager_min_note"] = (
     "over every correct matmul-class row on the H200 (triton: levels 1 and 2; cuda: level 2 and level 1's 7 matmul "
     "ops). triton's .lg rows form took level1/matvec from 0.38x to 1.31x eager. cuda's matmuls are SIMT fp32 kernels "
-    "(no tensor cores; eager runs cuBLAS fp32 with TF32 off): the 2-D register tiles raised linear_* from 0.40-0.44x "
+    "(no tensor cores; eager runs cuBLAS fp32 with TF32 off): the 2-D register tiles (single-buffered, c270584) raised linear_* from 0.40-0.44x "
     "to 0.46-0.63x, and linear_swiglu (two products and a gated epilogue) kept the 1-D tile at 0.36x.")
 teacher["copy_ceiling_gbps"] = {"h200_1gib": ceiling["copy_ceiling_gbps"], "h200_32mib": ceiling["copy_32mib_gbps"]}
 teacher["memory_bound_copy_fraction_note"] = (
