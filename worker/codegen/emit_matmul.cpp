@@ -242,18 +242,18 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
   body << "    if (more) {\n" << fetch("      ") << "    }\n";
   body << "    #pragma unroll\n    for (int kk = 0; kk < " << bk << "; ++kk) {\n";
   body << "      float a_reg[" << tm << "], b_reg[" << tn << "];\n";
-  for (int c = 0; c < tm / 4; ++c) {
-    const std::string v = "a_vec" + std::to_string(c);
-    body << "      const float4 " << v << " = " << read4("As", std::to_string(c * 4 * bm / tm) + " + ty * 4") << ";\n";
-    body << "      a_reg[" << c * 4 << "] = " << v << ".x; a_reg[" << c * 4 + 1 << "] = " << v << ".y; a_reg[" << c * 4 + 2
-         << "] = " << v << ".z; a_reg[" << c * 4 + 3 << "] = " << v << ".w;\n";
-  }
-  for (int c = 0; c < tn / 4; ++c) {
-    const std::string v = "b_vec" + std::to_string(c);
-    body << "      const float4 " << v << " = " << read4("Bs", std::to_string(c * 4 * bn / tn) + " + tx * 4") << ";\n";
-    body << "      b_reg[" << c * 4 << "] = " << v << ".x; b_reg[" << c * 4 + 1 << "] = " << v << ".y; b_reg[" << c * 4 + 2
-         << "] = " << v << ".z; b_reg[" << c * 4 + 3 << "] = " << v << ".w;\n";
-  }
+  // A thread's reg values of one slice at this k: its runs of 4, each one float4 read.
+  auto read_runs = [&](const std::string& operand, const std::string& tile, int reg, int block, const std::string& lane) {
+    for (int c = 0; c < reg / 4; ++c) {
+      const std::string v = operand + "_vec" + std::to_string(c), regs = operand + "_reg[";
+      body << "      const float4 " << v << " = " << read4(tile, std::to_string(c * 4 * block / reg) + " + " + lane + " * 4")
+           << ";\n      ";
+      for (int lane_idx = 0; lane_idx < 4; ++lane_idx)
+        body << regs << c * 4 + lane_idx << "] = " << v << "." << "xyzw"[lane_idx] << (lane_idx < 3 ? "; " : ";\n");
+    }
+  };
+  read_runs("a", "As", tm, bm, "ty");
+  read_runs("b", "Bs", tn, bn, "tx");
   body << "      #pragma unroll\n      for (int i = 0; i < " << tm << "; ++i)\n";
   body << "        #pragma unroll\n        for (int j = 0; j < " << tn << "; ++j) acc[i][j] += a_reg[i] * b_reg[j];\n";
   body << "    }\n";

@@ -156,8 +156,8 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
   // Passes over the row: a whole row is read once; a chunked one once per reduction, and again
   // by the store when the output varies along it (softmax).
   const Pattern out_pattern = patterns.of(stage.root);
-  const bool store_pass = !t.whole && (out_pattern == Pattern::full || out_pattern == Pattern::lane);
-  const size_t passes = t.whole ? 1 : reduces.size() + (store_pass ? 1 : 0);
+  const bool row_output = out_pattern == Pattern::full || out_pattern == Pattern::lane;
+  const size_t passes = t.whole ? 1 : reduces.size() + (row_output ? 1 : 0);
   auto enter_pass = [&](size_t pass) { full_evict = pass + 1 >= passes ? "evict_first" : "evict_last"; };
   const std::string ax = std::to_string(t.axis);
   auto chunk_lines = [&](const std::string& indent) { return reindent(t.chunk, indent); };
@@ -192,7 +192,7 @@ void TritonEmitter::reduce_rows(const Stage& stage, const std::string& name, std
   // The store: the row again when the output varies along it (softmax), else one value per row.
   enter_pass(passes - 1);
   std::string result = e.value(stage.root, {});
-  if (out_pattern == Pattern::full || out_pattern == Pattern::lane) {
+  if (row_output) {
     if (t.whole) {
       body << e.take_lines("    ", true) << "    tl.store(" << out << " + " << t.full_idx << ", " << result
            << ", mask=fmask)\n";

@@ -153,88 +153,87 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
     tiles = {{16, 1, 1, 128, 64, 8, 8, 4}, {16, 1, 1, 64, 64, 8, 4, 4}, {16, 1, 1, 128, 128, 8, 8, 8},
              {32, 8, 4}, {32, 4, 4}, {32, 8, 1}, {64, 16, 1}, {64, 16, 4}, {32, 4, 1}};
   for (const Tile& tile : tiles) {
-      const int unroll = tile.unroll;
-      Schedule base;
-      base.tile = tile.tile;
-      base.work_per_item = tile.wpt;
-      base.unroll = unroll;
-      base.vector_width = 1;
-      if (tile.rm > 0) {
-        base.block_m = tile.bm;
-        base.block_n = tile.bn;
-        base.block_k = tile.bk;
-        base.reg_m = tile.rm;
-        base.reg_n = tile.rn;
-      }
-      std::vector<Schedule> variants;
-      if (kinds.rows) {
-        // Few outputs over a long reduced dim (another than the last): a thread per output and
-        // slice first, then a kernel combining the slices (the emitter refuses other regions).
-        if (kinds.split_items > 1 && !kinds.last_dim)
-          for (int wg : {256, 128}) {
-            Schedule s = base;
-            s.reduce = ReduceStrategy::item;
-            s.work_group = wg;
-            s.split_r = kinds.split_items;
-            variants.push_back(s);
-          }
-        for (int wg : {256, 512, 128, 1024}) {
-          Schedule s = base;
-          s.reduce = ReduceStrategy::group;
-          s.work_group = wg;
-          variants.push_back(s);
-        }
-        for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
+    Schedule base;
+    base.tile = tile.tile;
+    base.work_per_item = tile.wpt;
+    base.unroll = tile.unroll;
+    base.vector_width = 1;
+    if (tile.rm > 0) {
+      base.block_m = tile.bm;
+      base.block_n = tile.bn;
+      base.block_k = tile.bk;
+      base.reg_m = tile.rm;
+      base.reg_n = tile.rn;
+    }
+    std::vector<Schedule> variants;
+    if (kinds.rows) {
+      // Few outputs over a long reduced dim (another than the last): a thread per output and
+      // slice first, then a kernel combining the slices (the emitter refuses other regions).
+      if (kinds.split_items > 1 && !kinds.last_dim)
+        for (int wg : {256, 128}) {
           Schedule s = base;
           s.reduce = ReduceStrategy::item;
           s.work_group = wg;
-          s.unroll = std::max(u, unroll);
+          s.split_r = kinds.split_items;
           variants.push_back(s);
         }
-      } else if (kinds.full) {
-        for (auto [wg, parts] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {256, 64}, {1024, 132}}) {
-          Schedule s = base;
-          s.work_group = wg;
-          s.partials = parts;
-          variants.push_back(s);
-        }
-      } else if (kinds.pointwise) {
-        for (auto [wg, per_item, vec] : std::vector<std::tuple<int, int, int>>{
-                 {256, 1, 4}, {256, 1, 1}, {128, 1, 4}, {256, 4, 4}, {512, 1, 8}, {128, 4, 1}}) {
-          Schedule s = base;
-          s.work_group = wg;
-          s.per_item = per_item;
-          s.vector_width = vec;
-          variants.push_back(s);
-        }
-      } else if (kinds.window) {
-        // A thread per output of a conv / pool (and its epilogue).
-        for (int wg : {256, 128, 512}) {
-          Schedule s = base;
-          s.work_group = wg;
-          variants.push_back(s);
-        }
-      } else if (kinds.scan) {
-        for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
-          Schedule s = base;
-          s.work_group = wg;
-          s.unroll = u;
-          variants.push_back(s);
-        }
-      } else {
-        variants.push_back(base);
+      for (int wg : {256, 512, 128, 1024}) {
+        Schedule s = base;
+        s.reduce = ReduceStrategy::group;
+        s.work_group = wg;
+        variants.push_back(s);
       }
-      // Scans and arg reductions along the last dim (alone, or after pointwise stages: a
-      // masked cumsum): a work-group per line reads it coalesced, where a thread per line
-      // strides across the lines (argmax over the last dim of 4096 x 2048 ran 0.12x eager on
-      // the H100 that way, cumsum 0.46x). First for long lines; after the thread per line for
-      // short ones, where the per-line combine would dominate.
-      if (kinds.scan && kinds.max_last_line > 0) {
-        const std::vector<Schedule> group = line_group_variants(base);
-        variants.insert(kinds.max_last_line >= 512 ? variants.begin() : variants.end(), group.begin(), group.end());
+      for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
+        Schedule s = base;
+        s.reduce = ReduceStrategy::item;
+        s.work_group = wg;
+        s.unroll = std::max(u, base.unroll);
+        variants.push_back(s);
       }
-      candidates.insert(candidates.end(), variants.begin(), variants.end());
+    } else if (kinds.full) {
+      for (auto [wg, parts] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {256, 64}, {1024, 132}}) {
+        Schedule s = base;
+        s.work_group = wg;
+        s.partials = parts;
+        variants.push_back(s);
+      }
+    } else if (kinds.pointwise) {
+      for (auto [wg, per_item, vec] : std::vector<std::tuple<int, int, int>>{
+               {256, 1, 4}, {256, 1, 1}, {128, 1, 4}, {256, 4, 4}, {512, 1, 8}, {128, 4, 1}}) {
+        Schedule s = base;
+        s.work_group = wg;
+        s.per_item = per_item;
+        s.vector_width = vec;
+        variants.push_back(s);
+      }
+    } else if (kinds.window) {
+      // A thread per output of a conv / pool (and its epilogue).
+      for (int wg : {256, 128, 512}) {
+        Schedule s = base;
+        s.work_group = wg;
+        variants.push_back(s);
+      }
+    } else if (kinds.scan) {
+      for (auto [wg, u] : std::vector<std::pair<int, int>>{{128, 4}, {256, 1}, {64, 1}}) {
+        Schedule s = base;
+        s.work_group = wg;
+        s.unroll = u;
+        variants.push_back(s);
+      }
+    } else {
+      variants.push_back(base);
     }
+    // Scans and arg reductions along the last dim (alone, or after pointwise stages: a
+    // masked cumsum): a work-group per line reads it coalesced, where a thread per line
+    // strides across the lines (argmax over the last dim of 4096 x 2048 ran 0.12x eager on
+    // the H100 that way, cumsum 0.46x). First for long lines; after the thread per line for
+    // short ones, where the per-line combine would dominate.
+    if (kinds.scan && kinds.max_last_line > 0) {
+      const std::vector<Schedule> group = line_group_variants(base);
+      variants.insert(kinds.max_last_line >= 512 ? variants.begin() : variants.end(), group.begin(), group.end());
+    }
+    candidates.insert(candidates.end(), variants.begin(), variants.end());
+  }
   // A matrix-vector product: a work-group per output row first (emit_matmul.cpp's
   // matvec_rows), where a tile computes one useful column of 16-64.
   if (kinds.matvec && !candidates.empty()) {
