@@ -110,6 +110,7 @@ struct Options {
   bool merge = false;  // re-measure the selected ops into an existing results file
   bool resume = false;  // keep the rows of an earlier, cut-off run in --out and measure only the ops it lacks
   size_t max_schedules = 4;
+  bool spread = true;  // false (--first-schedules): the space's first max_schedules, in its order
   size_t shard = 0, shards = 1;  // --shard I/N: this run takes the ops whose index % N == I
   harness::CheckOptions check;
 };
@@ -132,7 +133,7 @@ json bench_op(const spec::OpSpec& spec, const json& meta, const Options& opt, js
   codegen::parse_target(opt.check.target, target);  // validated when the flags were read
   row["target"] = opt.check.target;
   row["schedule_space"] = codegen::schedule_space(analysis, target).size();
-  auto tuned = codegen::autotune(spec, opt.check, opt.max_schedules);
+  auto tuned = codegen::autotune(spec, opt.check, opt.max_schedules, opt.spread);
   if (tuned.status == codegen::AutotuneStatus::reference_error || tuned.status == codegen::AutotuneStatus::unsupported) {
     row["outcome"] = tuned.status == codegen::AutotuneStatus::unsupported ? "unsupported" : "reference_error";
     row["reason"] = tuned.unsupported;
@@ -336,6 +337,7 @@ int run_codegen_bench(int argc, char** argv) {
       else if (a == "--filter") opt.filter = next();
       else if (a == "--out") opt.out = next();
       else if (a == "--max-schedules") opt.max_schedules = std::stoul(next());
+      else if (a == "--first-schedules") opt.spread = false;
       else if (a == "--time-budget") opt.check.time_budget_s = std::stod(next());
       else if (a == "--trials") opt.check.trials = std::stoi(next());
       else if (a == "--device") opt.check.device = next();
@@ -352,9 +354,11 @@ int run_codegen_bench(int argc, char** argv) {
         opt.shards = std::stoul(value.substr(slash + 1));
         if (opt.shards == 0 || opt.shard >= opt.shards) throw std::runtime_error("--shard I/N needs 0 <= I < N");
       } else {
-        std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR] [--max-schedules N] "
+        std::cerr << "usage: kforge-codegen bench [--suite DIR] [--filter SUBSTR[,SUBSTR...]] [--max-schedules N] [--first-schedules] "
                      "[--time-budget S] [--trials K] [--device NAME] [--target opencl|cuda|triton] [--no-compile] [--out FILE] [--merge | --resume]\n"
                      "                            [--shard I/N] [--timing-lock FILE]\n"
+                     "  --filter: the ops whose path contains any of the comma-separated substrings\n"
+                     "  --max-schedules N: N schedules spread over each op's space (0: all); --first-schedules: its first N instead\n"
                      "  --shard I/N: only the ops whose index (sorted paths) % N == I; N runs side by side cover the suite\n"
                      "  --timing-lock FILE: runs side by side on one device take turns to time (flock on FILE)\n"
                      "  --target cuda|triton: the teacher's programs in that language on CUDA device 0 (--device: "
@@ -382,10 +386,20 @@ int run_codegen_bench(int argc, char** argv) {
     std::cerr << "kforge-codegen bench: no OpenCL device\n";
     return 1;
   }
+  std::vector<std::string> filters;
+  for (size_t start = 0;;) {
+    const size_t comma = opt.filter.find(',', start);
+    filters.push_back(opt.filter.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  auto selected = [&](const std::string& path) {
+    return std::any_of(filters.begin(), filters.end(),
+                       [&](const std::string& f) { return path.find(f) != std::string::npos; });
+  };
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(opt.suite))
-    if (entry.path().extension() == ".json" && entry.path().string().find(opt.filter) != std::string::npos)
-      files.push_back(entry.path());
+    if (entry.path().extension() == ".json" && selected(entry.path().string())) files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   if (opt.shards > 1) {
     std::vector<fs::path> mine;
@@ -402,11 +416,12 @@ int run_codegen_bench(int argc, char** argv) {
   result["protocol"] =
       target != codegen::Target::opencl
           ? "codegen::autotune -> harness::Checker per op, target " + opt.check.target + ": up to max_schedules "
-            "schedules spread over the op's space, each checked (" + std::to_string(opt.check.trials) +
+            "schedules " + (opt.spread ? "spread over" : "first in") + " the op's space, each checked (" + std::to_string(opt.check.trials) +
             " seeded trials + secret seed + extra shapes, NaN poison, determinism, input-mutation check) on CUDA "
             "device 0; correct ones timed against CUDA eager and torch.compile (default mode) with the GPU protocol "
             "(docs/harness.md)"
-          : "codegen::autotune -> harness::Checker per op: up to max_schedules schedules spread over the op's space, each "
+          : "codegen::autotune -> harness::Checker per op: up to max_schedules schedules " +
+                std::string(opt.spread ? "spread over" : "first in") + " the op's space, each "
       "checked in a kforge-sandbox child (" + std::to_string(opt.check.trials) +
       " seeded trials + secret seed + extra shapes, NaN poison, determinism, input-mutation check), correct ones timed "
       "with rotated inputs (warm-up, clFinish per run, stop at IQR/median < " + std::to_string(opt.check.target_iqr) +

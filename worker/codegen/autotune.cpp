@@ -4,7 +4,8 @@
 
 namespace kforge::codegen {
 
-AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules) {
+AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules,
+                        bool spread) {
   AutotuneResult result;
   auto analysis = analyze(spec);
   if (!analysis.ok()) {
@@ -28,8 +29,8 @@ AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& o
   size_t count = max_schedules == 0 ? space.size() : std::min(space.size(), max_schedules);
   std::string first_failure;
   for (size_t pick = 0; pick < count; ++pick) {
-    // Spread the picks over the space, which is ordered by knob families.
-    const Schedule& schedule = space[pick * space.size() / count];
+    // Spread the picks over the space, which is ordered by knob families (or take its head).
+    const Schedule& schedule = space[spread ? pick * space.size() / count : pick];
     VariantResult variant;
     variant.schedule = schedule;
     auto gen = emit_program(analysis, schedule, target);

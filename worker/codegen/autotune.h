@@ -42,8 +42,9 @@ struct AutotuneResult {
   bool ok() const { return unsupported.empty(); }
 };
 
-//! Tries up to `max_schedules` schedules spread over schedule_space (all when 0), emitted in
-//! `options.target` (opencl, cuda or triton).
-AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules);
+//! Tries up to `max_schedules` schedules spread over schedule_space (all when 0; the first
+//! `max_schedules` when `spread` is false), emitted in `options.target` (opencl, cuda or triton).
+AutotuneResult autotune(const spec::OpSpec& spec, const harness::CheckOptions& options, size_t max_schedules,
+                        bool spread = true);
 
 }  // namespace kforge::codegen

@@ -83,6 +83,10 @@ struct Schedule {
   //! B staged k-major in shared memory (the SIMT SGEMM layout: float4 reads of both slices, an
   //! outer product per k); 0 = the tile / work_per_item form
   int reg_m = 0, reg_n = 0;
+  //! cuda matmuls: > 0 = tensor-core tiles, each warp computing warp_m x warp_n (multiples of 16)
+  //! of the block_m x block_n block tile with WMMA m16n16k8 TF32 products, three per fp32
+  //! product (dot_x3 must be 1: the baselines run fp32 with TF32 off); 0 = CUDA cores
+  int warp_m = 0, warp_n = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

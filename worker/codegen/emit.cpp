@@ -195,6 +195,8 @@ std::string Schedule::label() const {
   if (line_group != defaults.line_group) s += ".lg";
   if (conv_taps_outer != defaults.conv_taps_outer) s += conv_taps_outer == 2 ? ".tapsl" : ".taps";
   if (reg_m != defaults.reg_m || reg_n != defaults.reg_n) s += ".rt" + std::to_string(reg_m) + "x" + std::to_string(reg_n);
+  if (warp_m != defaults.warp_m || warp_n != defaults.warp_n)
+    s += ".tc" + std::to_string(warp_m) + "x" + std::to_string(warp_n);
   return s;
 }
 

@@ -25,7 +25,9 @@ const std::set<std::string> kReserved = {
     "rb", "rend", "part",
     // register-tiled matmuls (emit_matmul.cpp)
     "As", "Bs", "tid", "tx", "ty", "ld", "el", "mm", "nn", "a_reg", "b_reg", "a_vec0", "a_vec1", "b_vec0", "b_vec1",
-    "pa", "pb", "buf", "kn", "more"};
+    "pa", "pb", "buf", "kn", "more",
+    // tensor-core matmuls (emit_matmul.cpp)
+    "wm0", "wn0", "ks", "e", "a_hi", "a_lo", "b_hi", "b_lo", "patch"};
 
 // xoff0, kd1, t2...: the window loops' numbered locals.
 bool window_local(const std::string& name) {

@@ -53,6 +53,7 @@ MatmulOperands ProgramEmitter::matmul_operands(const Node& mm, Kernel& k) {
 // applies the fused epilogue before its single store.
 std::string ProgramEmitter::matmul(const Stage& stage, const std::string& name, std::string& err) {
   if (s_.line_group) return matvec_rows(stage, name, err);
+  if (s_.warp_m > 0) return matmul_tensor_cores(stage, name, err);
   if (s_.reg_m > 0) return matmul_register_tiles(stage, name, err);
   if (s_.tile == 0) return matmul_registers(stage, name, err);
   const int ts = s_.tile, wpt = s_.work_per_item;
@@ -134,7 +135,91 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
   return e.take_outer("      ") + e.take_lines("      ");
 }
 
+// ---------------------------------------------- double-buffered shared slices
+
+namespace {
+
+// The A and B slices of a block tile, block_k deep, staged through registers into two shared
+// buffers per operand (As[2][..][..], Bs[2][..][..]). A thread handles `count` elements of a
+// slice: element el = tid + ld * threads taken apart along the operand's contiguous dim (k for
+// a row-major A and a transposed B, m and n otherwise), so global reads are coalesced; `cell`
+// says where (mm, kk) or (kk, nn) lands in the shared tile after [buf].
+class StagedSlices {
+ public:
+  StagedSlices(const MatmulOperands& ops, int bm, int bn, int bk, int threads, const std::string& a_cell,
+               const std::string& b_cell)
+      : threads_(std::to_string(threads)), bk_(std::to_string(bk)), K_(ops.K) {
+    const std::string BM = std::to_string(bm), BN = std::to_string(bn), &M = ops.M, &K = ops.K, &N = ops.N;
+    const std::string a_base = ops.batched ? "bat * " + M + " * " + K + " + " : "";
+    const std::string b_base = ops.b_batched ? "bat * " + K + " * " + N + " + " : "";
+    slices_[0] = {"pa", "As", std::to_string(bm * bk / threads),
+                  ops.trans_a ? "mm = el % " + BM + ", kk = el / " + BM : "kk = el % " + bk_ + ", mm = el / " + bk_,
+                  "am = m0 + mm, ak = kn + kk", "am < " + M + " && ak < " + K,
+                  ops.a + "[" + a_base + (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak") + "]", a_cell};
+    slices_[1] = {"pb", "Bs", std::to_string(bk * bn / threads),
+                  ops.trans_b ? "kk = el % " + bk_ + ", nn = el / " + bk_ : "nn = el % " + BN + ", kk = el / " + BN,
+                  "bk = kn + kk, bn = n0 + nn", "bk < " + K + " && bn < " + N,
+                  ops.b + "[" + b_base + (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn") + "]", b_cell};
+  }
+
+  // The main loop: the first slice fetched and stored before it; per step, the next slice's
+  // global reads into registers, `products` (this slice's products, reading buffer `buf`),
+  // then the next slice's store to the other buffer and one barrier. The global latency of the
+  // next slice overlaps this one's arithmetic.
+  std::string pipeline(const std::string& products, const std::string& barrier) const {
+    std::string out = "  float " + slices_[0].regs + "[" + slices_[0].count + "], " + slices_[1].regs + "[" +
+                      slices_[1].count + "];\n";
+    out += "  {\n    const int kn = 0;\n" + fetch("    ") + store("    ", "0") + "  }\n";
+    out += "  " + barrier + ";\n  int buf = 0;\n";
+    out += "  for (int k0 = 0; k0 < " + K_ + "; k0 += " + bk_ + ") {\n";
+    out += "    const int kn = k0 + " + bk_ + ";\n    const bool more = kn < " + K_ + ";\n";
+    out += "    if (more) {\n" + fetch("      ") + "    }\n";
+    out += products;
+    out += "    if (more) {\n" + store("      ", "buf ^ 1") + "    }\n";
+    out += "    buf ^= 1;\n    " + barrier + ";\n  }\n";
+    return out;
+  }
+
+ private:
+  struct Slice {
+    std::string regs, tile, count, split, coords, bounds, at, cell;
+  };
+  Slice slices_[2];
+  std::string threads_, bk_, K_;
+
+  std::string each_element(const Slice& sl, const std::string& indent, const std::string& lines) const {
+    return indent + "#pragma unroll\n" + indent + "for (int ld = 0; ld < " + sl.count + "; ++ld) {\n" + indent +
+           "  const int el = tid + ld * " + threads_ + ";\n" + indent + "  const int " + sl.split + ";\n" + lines +
+           indent + "}\n";
+  }
+  std::string fetch(const std::string& indent) const {
+    std::string out;
+    for (const Slice& sl : slices_)
+      out += each_element(sl, indent, indent + "  const int " + sl.coords + ";\n" + indent + "  " + sl.regs +
+                                          "[ld] = (" + sl.bounds + ") ? " + sl.at + " : 0.0f;\n");
+    return out;
+  }
+  std::string store(const std::string& indent, const std::string& buf) const {
+    std::string out;
+    for (const Slice& sl : slices_)
+      out += each_element(sl, indent, indent + "  " + sl.tile + "[" + buf + "]" + sl.cell + " = " + sl.regs + "[ld];\n");
+    return out;
+  }
+};
+
+}  // namespace
+
 // ---------------------------------------------------------- 2-D register tiles
+
+// The launch of a block-tiled matmul: a block of `threads` per bm x bn output tile, the
+// batch on the grid's third axis.
+void ProgramEmitter::block_tile_launch(Kernel& k, const MatmulOperands& ops, int bm, int bn, int threads) const {
+  const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
+  k.attributes = d_.work_group_attribute(threads, 1);
+  k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(bn) + "),cdiv(" + a_eff[a_eff.size() - 2].expr() +
+           ", " + std::to_string(bm) + ")," + (ops.batched ? a_eff[0].expr() : "1");
+  k.block = std::to_string(threads) + ",1,1";
+}
 
 // C[b, m, n] = sum_k A[b, m, k] * B[b, k, n], a block_m x block_n tile per block of
 // (block_m / reg_m) x (block_n / reg_n) threads. Per block_k-deep step, the block stages A's and
@@ -163,14 +248,8 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
     err = "a matrix-vector product has its own form (line_group)";
     return "";
   }
-  const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
-  const std::string &M = ops.M, &K = ops.K, &N = ops.N;
-  const std::string a_base = ops.batched ? "bat * " + M + " * " + K + " + " : "";
-  const std::string b_base = ops.b_batched ? "bat * " + K + " * " + N + " + " : "";
-  k.attributes = d_.work_group_attribute(threads, 1);
-  k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(bn) + "),cdiv(" + a_eff[a_eff.size() - 2].expr() +
-           ", " + std::to_string(bm) + ")," + (ops.batched ? a_eff[0].expr() : "1");
-  k.block = std::to_string(threads) + ",1,1";
+  const std::string &M = ops.M, &N = ops.N;
+  block_tile_launch(k, ops, bm, bn, threads);
   std::string out_idx, result;
   const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "acc[i][j]");
   // A thread's i-th row / j-th column of the tile.
@@ -181,9 +260,6 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
     return d_.cuda() ? "*reinterpret_cast<const float4*>(&" + tile + "[buf][kk][" + at + "])"
                      : "vload4(0, &" + tile + "[buf][kk][" + at + "])";
   };
-  const std::string sa = std::to_string(bm * bk / threads), sb = std::to_string(bk * bn / threads);
-  const std::string T = std::to_string(threads), BM = std::to_string(bm), BN = std::to_string(bn),
-                    BK = std::to_string(bk);
   std::ostringstream body;
   body << "  // " << bm << " x " << bn << " outputs per block of " << threads << " threads, " << tm << " x " << tn
        << " per thread; A and B " << bk << "-deep slices k-major in shared memory, two buffers\n";
@@ -198,73 +274,159 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
   // local memory instead of registers.
   body << "  #pragma unroll\n  for (int i = 0; i < " << tm << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < " << tn
        << "; ++j) acc[i][j] = 0.0f;\n";
-  // One operand's slice, `count` elements a thread: element el = tid + ld * threads taken apart
-  // along the operand's contiguous dim (k for a row-major A and a transposed B, m and n
-  // otherwise), fetched from global memory at k offset `kn` into registers, then stored to the
-  // shared buffer `buf`.
-  struct Slice {
-    std::string regs, tile, other, count, split, coords, bounds, at;
-  };
-  const Slice slices[2] = {
-      {"pa", "As", "mm", sa, ops.trans_a ? "mm = el % " + BM + ", kk = el / " + BM : "kk = el % " + BK + ", mm = el / " + BK,
-       "am = m0 + mm, ak = kn + kk", "am < " + M + " && ak < " + K,
-       ops.a + "[" + a_base + (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak") + "]"},
-      {"pb", "Bs", "nn", sb, ops.trans_b ? "kk = el % " + BK + ", nn = el / " + BK : "nn = el % " + BN + ", kk = el / " + BN,
-       "bk = kn + kk, bn = n0 + nn", "bk < " + K + " && bn < " + N,
-       ops.b + "[" + b_base + (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn") + "]"}};
-  auto each_element = [&](const Slice& sl, const std::string& indent, const std::string& lines) {
-    return indent + "#pragma unroll\n" + indent + "for (int ld = 0; ld < " + sl.count + "; ++ld) {\n" + indent +
-           "  const int el = tid + ld * " + T + ";\n" + indent + "  const int " + sl.split + ";\n" + lines + indent + "}\n";
-  };
-  auto fetch = [&](const std::string& indent) {
-    std::string out;
-    for (const Slice& sl : slices)
-      out += each_element(sl, indent, indent + "  const int " + sl.coords + ";\n" + indent + "  " + sl.regs +
-                                          "[ld] = (" + sl.bounds + ") ? " + sl.at + " : 0.0f;\n");
-    return out;
-  };
-  auto store = [&](const std::string& indent, const std::string& buf) {
-    std::string out;
-    for (const Slice& sl : slices)
-      out += each_element(sl, indent, indent + "  " + sl.tile + "[" + buf + "][kk][" + sl.other + "] = " + sl.regs + "[ld];\n");
-    return out;
-  };
-  // Double-buffered: the next slice is fetched into registers before this one's products and
-  // stored to the other buffer after them, so its global latency overlaps the arithmetic and a
-  // step needs one barrier.
-  body << "  float pa[" << sa << "], pb[" << sb << "];\n";
-  body << "  {\n    const int kn = 0;\n" << fetch("    ") << store("    ", "0") << "  }\n";
-  body << "  " << d_.barrier() << ";\n";
-  body << "  int buf = 0;\n";
-  body << "  for (int k0 = 0; k0 < " << K << "; k0 += " << bk << ") {\n";
-  body << "    const int kn = k0 + " << bk << ";\n";
-  body << "    const bool more = kn < " << K << ";\n";
-  body << "    if (more) {\n" << fetch("      ") << "    }\n";
-  body << "    #pragma unroll\n    for (int kk = 0; kk < " << bk << "; ++kk) {\n";
-  body << "      float a_reg[" << tm << "], b_reg[" << tn << "];\n";
+  const StagedSlices slices(ops, bm, bn, bk, threads, "[kk][mm]", "[kk][nn]");
+  std::ostringstream products;
+  products << "    #pragma unroll\n    for (int kk = 0; kk < " << bk << "; ++kk) {\n";
+  products << "      float a_reg[" << tm << "], b_reg[" << tn << "];\n";
   // A thread's reg values of one slice at this k: its runs of 4, each one float4 read.
   auto read_runs = [&](const std::string& operand, const std::string& tile, int reg, int block, const std::string& lane) {
     for (int c = 0; c < reg / 4; ++c) {
       const std::string v = operand + "_vec" + std::to_string(c), regs = operand + "_reg[";
-      body << "      const float4 " << v << " = " << read4(tile, std::to_string(c * 4 * block / reg) + " + " + lane + " * 4")
-           << ";\n      ";
+      products << "      const float4 " << v << " = "
+               << read4(tile, std::to_string(c * 4 * block / reg) + " + " + lane + " * 4") << ";\n      ";
       for (int lane_idx = 0; lane_idx < 4; ++lane_idx)
-        body << regs << c * 4 + lane_idx << "] = " << v << "." << "xyzw"[lane_idx] << (lane_idx < 3 ? "; " : ";\n");
+        products << regs << c * 4 + lane_idx << "] = " << v << "." << "xyzw"[lane_idx] << (lane_idx < 3 ? "; " : ";\n");
     }
   };
   read_runs("a", "As", tm, bm, "ty");
   read_runs("b", "Bs", tn, bn, "tx");
-  body << "      #pragma unroll\n      for (int i = 0; i < " << tm << "; ++i)\n";
-  body << "        #pragma unroll\n        for (int j = 0; j < " << tn << "; ++j) acc[i][j] += a_reg[i] * b_reg[j];\n";
-  body << "    }\n";
-  body << "    if (more) {\n" << store("      ", "buf ^ 1") << "    }\n";
-  body << "    buf ^= 1;\n    " << d_.barrier() << ";\n  }\n";
+  products << "      #pragma unroll\n      for (int i = 0; i < " << tm << "; ++i)\n";
+  products << "        #pragma unroll\n        for (int j = 0; j < " << tn << "; ++j) acc[i][j] += a_reg[i] * b_reg[j];\n";
+  products << "    }\n";
+  body << slices.pipeline(products.str(), d_.barrier());
   body << "  #pragma unroll\n  for (int i = 0; i < " << tm << "; ++i) {\n";
   body << "    const int m = m0 + " << spread("i", "ty", bm, tm) << ";\n";
   body << "    #pragma unroll\n    for (int j = 0; j < " << tn << "; ++j) {\n";
   body << "      const int n = n0 + " << spread("j", "tx", bn, tn) << ";\n";
   body << "      if (m < " << M << " && n < " << N << ") {\n" << reindent(epilogue, "        ");
   body << "        " << k.output_buffer << "[" << out_idx << "] = " << result << ";\n      }\n    }\n  }\n";
+  k.body = body.str();
+  return k.render();
+}
+
+// ------------------------------------------------------------- tensor-core tiles
+
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] on the tensor cores, in fp32 through 3xTF32: each
+// operand value x is split into hi = x rounded to TF32 (10 mantissa bits) and lo = x - hi, and
+// a * b is taken as a_lo * b_hi + a_hi * b_lo + a_hi * b_hi (the a_lo * b_lo term, about 2^-22
+// of the product, is dropped), three WMMA m16n16k8 TF32 products with fp32 accumulation, as
+// CUTLASS's fast-fp32 GEMMs and Triton's input_precision="tf32x3" do. The baselines run fp32
+// with TF32 off; one TF32 product alone would not be fp32's accuracy. A block of warps computes
+// a block_m x block_n tile, each warp warp_m x warp_n of it in 16 x 16 fragments, from
+// block_k-deep slices of A and B double-buffered in shared memory, each laid out along the
+// operand's contiguous dim (rows padded: loads of fragments and stores of slices spread over
+// the banks). The WMMA compiler builtins need no header (programs may not #include) and no
+// inline assembly (the static rules forbid it); the TF32 rounding is integer arithmetic on the
+// bits (round half away from zero, as cvt.rna). A fragment's element layout is the
+// hardware's, so the accumulators go through a per-warp 16 x 16 patch of shared memory
+// (where A's slices were) on their way to the epilogue and a coalesced store. Needs sm_80+.
+std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::string& name, std::string& err) {
+  const int bm = s_.block_m, bn = s_.block_n, bk = s_.block_k, wm = s_.warp_m, wn = s_.warp_n;
+  if (!d_.cuda()) {
+    err = "tensor-core matmuls (warp_m > 0) are cuda only";
+    return "";
+  }
+  if (s_.dot_x3 != 1) {
+    err = "tensor-core matmuls need dot_x3 = 1 (3xTF32): the baselines are fp32 with TF32 off";
+    return "";
+  }
+  if (wm % 16 != 0 || wn % 16 != 0 || bk % 8 != 0 || bm % wm != 0 || bn % wn != 0) {
+    err = "a tensor-core tile needs warp_m, warp_n multiples of 16 dividing block_m, block_n, and block_k a multiple of 8";
+    return "";
+  }
+  const int warps_n = bn / wn, warps = (bm / wm) * warps_n, threads = 32 * warps;
+  if (threads > 1024 || (bm * bk) % threads != 0 || (bk * bn) % threads != 0) {
+    err = "a tensor-core tile's block needs at most 1024 threads dividing its A and B slices";
+    return "";
+  }
+  Kernel k = kernel(name, buffer_of_.at(stage.root));
+  const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
+  if (ops.mv) {
+    err = "a matrix-vector product has its own form (line_group)";
+    return "";
+  }
+  // Shared tiles along each operand's contiguous dim: A [m][k] (row-major A) or [k][m]
+  // (transposed), B [n][k] (transposed B, a linear's weight) or [k][n]. Leading dims are
+  // multiples of 4 floats (WMMA's 16 bytes); every fragment pointer lands on 32 bytes.
+  const bool a_col = ops.trans_a, b_col = ops.trans_b;
+  const int lda = a_col ? bm + 8 : bk + 4, ldb = b_col ? bk + 4 : bn + 8;
+  const int a_rows = a_col ? bk : bm, b_rows = b_col ? bn : bk;
+  const int shared_bytes = 2 * 4 * (a_rows * lda + b_rows * ldb);
+  if (shared_bytes > 48 * 1024) {
+    err = "a tensor-core tile's two buffers need " + std::to_string(shared_bytes) + " bytes of shared memory; 49152 is the static limit";
+    return "";
+  }
+  if (a_rows * lda < warps * 256) {
+    err = "a tensor-core tile's A buffers are too small to stage the warps' accumulators";
+    return "";
+  }
+  const std::string &M = ops.M, &N = ops.N;
+  block_tile_launch(k, ops, bm, bn, threads);
+  std::string out_idx, result;
+  const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "patch[e]");
+  const int mt = wm / 16, nt = wn / 16;
+  const std::string MT = std::to_string(mt), NT = std::to_string(nt);
+  // A fragment's first element in the shared tile (i-th row block of the warp, k offset ks).
+  const std::string a_at = a_col ? "&As[buf][ks][wm0 + i * 16]" : "&As[buf][wm0 + i * 16][ks]";
+  const std::string b_at = b_col ? "&Bs[buf][wn0 + j * 16][ks]" : "&Bs[buf][ks][wn0 + j * 16]";
+  const int layout = (a_col ? 2 : 0) + (b_col ? 1 : 0);  // WMMA's code for (A, B) row / col major
+
+  std::ostringstream body;
+  body << "  // " << bm << " x " << bn << " outputs per block of " << warps << " warps, " << wm << " x " << wn
+       << " per warp in 16 x 16 WMMA fragments, fp32 as three TF32 products (3xTF32);\n"
+       << "  // A and B " << bk << "-deep slices in shared memory along their contiguous dims, two buffers\n";
+  body << "  __shared__ __align__(32) float As[2][" << a_rows << "][" << lda << "];\n";
+  body << "  __shared__ __align__(32) float Bs[2][" << b_rows << "][" << ldb << "];\n";
+  body << "  const int tid = " << d_.local_id(0) << ", warp = tid / 32, lane = tid % 32;\n";
+  body << "  const int wm0 = (warp / " << warps_n << ") * " << wm << ", wn0 = (warp % " << warps_n << ") * " << wn
+       << ";\n";
+  body << "  const int m0 = " << d_.group_id(1) << " * " << bm << ", n0 = " << d_.group_id(0) << " * " << bn << ";\n";
+  if (ops.batched) body << "  const int bat = " << d_.group_id(2) << ";\n";
+  body << "  float acc[" << mt << "][" << nt << "][8];  // the hardware's fragment layout\n";
+  body << "  #pragma unroll\n  for (int i = 0; i < " << mt << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < "
+       << nt << "; ++j)\n      #pragma unroll\n      for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;\n";
+  const StagedSlices slices(ops, bm, bn, bk, threads, a_col ? "[kk][mm]" : "[mm][kk]", b_col ? "[nn][kk]" : "[kk][nn]");
+  // hi = x rounded to TF32 in place, lo = x - hi (exact in fp32).
+  auto split = [](const std::string& hi, const std::string& lo, const std::string& indent) {
+    return indent + "#pragma unroll\n" + indent + "for (int e = 0; e < 4; ++e) {\n" + indent + "  const float xv = " + hi +
+           "[e];\n" + indent + "  " + hi + "[e] = __uint_as_float((__float_as_uint(xv) + 0x1000u) & 0xffffe000u);\n" +
+           indent + "  " + lo + "[e] = xv - " + hi + "[e];\n" + indent + "}\n";
+  };
+  std::ostringstream products;
+  products << "    #pragma unroll\n    for (int ks = 0; ks < " << bk << "; ks += 8) {\n";
+  products << "      float a_hi[" << mt << "][4], a_lo[" << mt << "][4], b_hi[" << nt << "][4], b_lo[" << nt
+           << "][4];\n";
+  products << "      #pragma unroll\n      for (int i = 0; i < " << mt << "; ++i) {\n";
+  products << "        __mma_tf32_m16n16k8_ld_a(reinterpret_cast<int*>(a_hi[i]), reinterpret_cast<const int*>(" << a_at
+           << "), " << lda << ", " << (a_col ? 1 : 0) << ");\n";
+  products << split("a_hi[i]", "a_lo[i]", "        ") << "      }\n";
+  products << "      #pragma unroll\n      for (int j = 0; j < " << nt << "; ++j) {\n";
+  products << "        __mma_tf32_m16n16k8_ld_b(reinterpret_cast<int*>(b_hi[j]), reinterpret_cast<const int*>(" << b_at
+           << "), " << ldb << ", " << (b_col ? 1 : 0) << ");\n";
+  products << split("b_hi[j]", "b_lo[j]", "        ") << "      }\n";
+  products << "      #pragma unroll\n      for (int i = 0; i < " << mt << "; ++i)\n";
+  products << "        #pragma unroll\n        for (int j = 0; j < " << nt << "; ++j) {\n";
+  auto mma = [&](const std::string& a, const std::string& b) {
+    products << "          __mma_tf32_m16n16k8_mma_f32(acc[i][j], reinterpret_cast<const int*>(" << a
+             << "[i]), reinterpret_cast<const int*>(" << b << "[j]), acc[i][j], " << layout << ", 0);\n";
+  };
+  mma("a_lo", "b_hi");
+  mma("a_hi", "b_lo");
+  mma("a_hi", "b_hi");
+  products << "        }\n    }\n";
+  body << slices.pipeline(products.str(), d_.barrier());
+  // The loop ended on a barrier: A's buffers are free to stage the accumulators, 16 x 16 per
+  // warp at a time, read back two rows of 16 per step by the warp's lanes.
+  body << "  float* patch = &As[0][0][0] + warp * 256;\n";
+  body << "  #pragma unroll\n  for (int i = 0; i < " << mt << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < " << nt
+       << "; ++j) {\n";
+  body << "      __mma_m16n16k8_st_c_f32(patch, acc[i][j], 16, 0);\n      __syncwarp();\n";
+  body << "      #pragma unroll\n      for (int step = 0; step < 8; ++step) {\n";
+  body << "        const int e = step * 32 + lane;\n";
+  body << "        const int m = m0 + wm0 + i * 16 + e / 16, n = n0 + wn0 + j * 16 + e % 16;\n";
+  body << "        if (m < " << M << " && n < " << N << ") {\n" << reindent(epilogue, "          ");
+  body << "          " << k.output_buffer << "[" << out_idx << "] = " << result << ";\n        }\n      }\n";
+  body << "      __syncwarp();\n    }\n";
   k.body = body.str();
   return k.render();
 }

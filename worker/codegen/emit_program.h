@@ -174,6 +174,8 @@ class ProgramEmitter : public StageBuffers {
                              std::string& out_idx, std::string& result, const std::string& acc = "acc[wr]");
   std::string matvec_rows(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_register_tiles(const Stage& stage, const std::string& name, std::string& err);
+  std::string matmul_tensor_cores(const Stage& stage, const std::string& name, std::string& err);
+  void block_tile_launch(Kernel& k, const MatmulOperands& ops, int bm, int bn, int threads) const;
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter register_epilogue(int width, const Stage& stage, Kernel& k, int* counter, std::string& err);
   std::string registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops, const RegisterBlock& blk,

@@ -139,18 +139,21 @@ std::vector<Schedule> line_group_variants(Schedule base) {
 // output for other dims, shared-memory matmul tiles.
 std::vector<Schedule> cuda_space(const StageKinds& kinds) {
   std::vector<Schedule> candidates;
-  // Matmul forms: 2-D register tiles (block_m x block_n x block_k, reg_m x reg_n per thread)
-  // first, then the 1-D tiles (tile, work_per_item, unroll), in an order that puts the best of
-  // each family at the spread picks of `bench --max-schedules 3` (0, n/3, 2n/3): on an H200
-  // (2026-11-29) the 1-D form's best were ts32.wpt8.u4 (bmm, attention) and ts64.wpt16.u1
-  // (linear), at 0.36-0.83x eager. 16-wide tiles were never the fastest on a GPU and are gone.
+  // Matmul forms: tensor-core tiles (block_m x block_n x block_k, warp_m x warp_n per warp, fp32
+  // as 3xTF32) first, then 2-D register tiles (reg_m x reg_n per thread, CUDA cores), then the
+  // 1-D tiles (tile, work_per_item, unroll). On an H200 (2026-11-29) the register tiles ran
+  // linear at 0.46-0.63x cuBLAS's fp32 and the 1-D form's best (ts32.wpt8.u4 for bmm and
+  // attention, ts64.wpt16.u1 for linear) at 0.36-0.83x; Triton's tf32x3 tiles ran 1.4-1.5x.
+  // 16-wide 1-D tiles were never the fastest on a GPU and are gone.
   struct Tile {
     int tile, wpt, unroll;
-    int bm = 0, bn = 0, bk = 0, rm = 0, rn = 0;
+    int bm = 0, bn = 0, bk = 0, rm = 0, rn = 0, wm = 0, wn = 0;
   };
   std::vector<Tile> tiles = {{16, 1, 1}};
   if (kinds.matmul)
-    tiles = {{16, 1, 1, 128, 64, 8, 8, 4}, {16, 1, 1, 64, 64, 8, 4, 4}, {16, 1, 1, 128, 128, 8, 8, 8},
+    tiles = {{16, 1, 1, 128, 128, 16, 0, 0, 64, 32}, {16, 1, 1, 128, 64, 16, 0, 0, 64, 32},
+             {16, 1, 1, 64, 64, 32, 0, 0, 32, 32},   {16, 1, 1, 128, 64, 8, 8, 4},
+             {16, 1, 1, 64, 64, 8, 4, 4},            {16, 1, 1, 128, 128, 8, 8, 8},
              {32, 8, 4}, {32, 4, 4}, {32, 8, 1}, {64, 16, 1}, {64, 16, 4}, {32, 4, 1}};
   for (const Tile& tile : tiles) {
     Schedule base;
@@ -158,12 +161,15 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
     base.work_per_item = tile.wpt;
     base.unroll = tile.unroll;
     base.vector_width = 1;
-    if (tile.rm > 0) {
+    if (tile.bm > 0) {
       base.block_m = tile.bm;
       base.block_n = tile.bn;
       base.block_k = tile.bk;
       base.reg_m = tile.rm;
       base.reg_n = tile.rn;
+      base.warp_m = tile.wm;
+      base.warp_n = tile.wn;
+      base.dot_x3 = tile.wm > 0 ? 1 : 0;
     }
     std::vector<Schedule> variants;
     if (kinds.rows) {

@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
 #include "tests/worker/codegen/suite_ops.h"
@@ -74,15 +77,25 @@ TEST(CodegenTargets, TargetsShareTheStagesAndSpellTheirOwnKernels) {
                        "tl.dot(a_tile, b_tile, acc, input_precision=\"ieee\")"));
   EXPECT_TRUE(contains(mm.program, "GROUP_M")) << mm.program;
   EXPECT_TRUE(contains(mm.program, "tl.erf(")) << "gelu fused into the epilogue\n" << mm.program;
-  // CUDA: register tiles first (double-buffered shared slices, float4 reads), the 1-D tiles after.
+  // CUDA: tensor-core tiles first (3xTF32 through the WMMA builtins, no inline assembly), then
+  // register tiles (double-buffered shared slices, float4 reads), the 1-D tiles after.
   const auto cuda_space = codegen::schedule_space(linear, codegen::Target::cuda);
-  auto registers = codegen::emit_program(linear, cuda_space.front(), codegen::Target::cuda);
+  auto tensor = codegen::emit_program(linear, cuda_space.front(), codegen::Target::cuda);
+  ASSERT_TRUE(tensor.ok()) << tensor.unsupported;
+  EXPECT_TRUE(contains(tensor.program, "__mma_tf32_m16n16k8_mma_f32(acc[i][j]")) << tensor.program;
+  EXPECT_TRUE(contains(tensor.program, "& 0xffffe000u")) << "operands split into TF32 hi and lo\n" << tensor.program;
+  EXPECT_TRUE(contains(tensor.program, ".x3.tc64x32, target cuda")) << tensor.program;
+  EXPECT_FALSE(contains(tensor.program, "asm")) << tensor.program;
+  auto register_form = std::find_if(cuda_space.begin(), cuda_space.end(),
+                                    [](const codegen::Schedule& s) { return s.reg_m > 0; });
+  ASSERT_NE(register_form, cuda_space.end());
+  auto registers = codegen::emit_program(linear, *register_form, codegen::Target::cuda);
   ASSERT_TRUE(registers.ok()) << registers.unsupported;
   EXPECT_TRUE(contains(registers.program, "__shared__ float As[2][8][132]")) << registers.program;
   EXPECT_TRUE(contains(registers.program, "*reinterpret_cast<const float4*>(&As[buf][kk]")) << registers.program;
   EXPECT_TRUE(contains(registers.program, "__syncthreads()")) << registers.program;
   auto tile_form = std::find_if(cuda_space.begin(), cuda_space.end(),
-                                [](const codegen::Schedule& s) { return s.reg_m == 0; });
+                                [](const codegen::Schedule& s) { return s.reg_m == 0 && s.warp_m == 0; });
   ASSERT_NE(tile_form, cuda_space.end());
   auto tiled = codegen::emit_program(linear, *tile_form, codegen::Target::cuda);
   EXPECT_TRUE(contains(tiled.program, "__shared__ float tile_a")) << tiled.program;
@@ -212,4 +225,30 @@ TEST(CodegenTargets, CommandLineDumpsEverySchedulesProgramAndRefusesAnIndexPastT
       kforge::run_command({tool, "emit", op, std::to_string(space.size()), "--target", "triton"});
   EXPECT_EQ(past_status, 2) << past;
   EXPECT_TRUE(contains(past, "is past the op's " + std::to_string(space.size()) + " triton schedules")) << past;
+}
+
+// `bench --filter A,B` measures the ops whose path contains any of the substrings, and
+// `--first-schedules` tries the head of each op's space instead of picks spread over it (how
+// a GPU run times a new family of schedules put first). OpenCL on PoCL, one trial.
+TEST(CodegenTargets, BenchSelectsOpsByAnyFilterAndCanTryTheFirstSchedules) {
+  const std::string tool = std::string(KFORGE_BIN_DIR) + "/kforge-codegen";
+  const std::string out = ::testing::TempDir() + "/bench_filter.json";
+  auto [status, log] = kforge::run_command({tool, "bench", "--suite", std::string(KFORGE_SOURCE_DIR) + "/suite",
+                                            "--filter", "level1/relu.json,level1/sigmoid.json", "--max-schedules", "2",
+                                            "--first-schedules", "--trials", "1", "--time-budget", "0.05", "--out", out});
+  ASSERT_EQ(status, 0) << log;
+  std::ifstream file(out);
+  const auto result = nlohmann::json::parse(file);
+  std::set<std::string> names;
+  for (const auto& row : result["ops"]) names.insert(row["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"relu", "sigmoid"})) << log;
+  const auto space = codegen::schedule_space(codegen::analyze(kforge::testing::suite_op("relu")), codegen::Target::opencl);
+  ASSERT_GE(space.size(), 3u);
+  for (const auto& row : result["ops"]) {
+    if (row["name"] != "relu") continue;
+    ASSERT_EQ(row["variants"].size(), 2u) << row.dump(1);
+    EXPECT_EQ(row["variants"][0]["schedule"], space[0].label());
+    EXPECT_EQ(row["variants"][1]["schedule"], space[1].label()) << "the head of the space, not a spread pick";
+  }
+  EXPECT_TRUE(contains(result["protocol"].get<std::string>(), "first in the op's space"));
 }
