@@ -27,7 +27,8 @@ const std::set<std::string> kReserved = {
     "As", "Bs", "tid", "tx", "ty", "ld", "el", "mm", "nn", "a_reg", "b_reg", "a_vec0", "a_vec1", "b_vec0", "b_vec1",
     "pa", "pb", "buf", "kn", "more",
     // tensor-core matmuls (emit_matmul.cpp)
-    "wm0", "wn0", "ks", "e", "a_hi", "a_lo", "b_hi", "b_lo", "patch"};
+    "wm0", "wn0", "ks", "e", "t", "at", "bt", "a_hi", "a_lo", "b_hi", "b_lo", "a_at", "b_at", "c_at", "fa", "fb", "fc",
+    "a_tile", "b_tile", "vec_a", "vec_b", "run"};
 
 // xoff0, kd1, t2...: the window loops' numbered locals.
 bool window_local(const std::string& name) {

@@ -3,6 +3,7 @@
 // with one output column (line_group: a matrix-vector product), each with the stage's
 // fused epilogue applied before the single store. Test: ctest -R codegen.
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "worker/codegen/emit_program.h"
@@ -140,26 +141,61 @@ std::string ProgramEmitter::tiled_epilogue(const Stage& stage, Kernel& k, const 
 namespace {
 
 // The A and B slices of a block tile, block_k deep, staged through registers into two shared
-// buffers per operand (As[2][..][..], Bs[2][..][..]). A thread handles `count` elements of a
-// slice: element el = tid + ld * threads taken apart along the operand's contiguous dim (k for
-// a row-major A and a transposed B, m and n otherwise), so global reads are coalesced; `cell`
-// says where (mm, kk) or (kk, nn) lands in the shared tile after [buf].
+// buffers per operand (As[2][..][..], Bs[2][..][..]), A k-major ([k][m]) or m-major, B k-major
+// or n-major. Global reads run along each operand's contiguous dim ("inner": k for a row-major
+// A and a transposed B, m and n otherwise), so they are coalesced. Where the slice divides into
+// runs of 4 inner elements per thread evenly, a thread takes runs of 4: one 16-byte load when
+// the contiguous dim's size is a multiple of 4 (checked at run time: alignment) and the run is
+// in bounds, else four guarded scalar loads; the run is stored as one 16-byte store when the
+// shared tile runs along the same dim, else as four. Otherwise a thread takes single elements.
 class StagedSlices {
  public:
-  StagedSlices(const MatmulOperands& ops, int bm, int bn, int bk, int threads, const std::string& a_cell,
-               const std::string& b_cell)
-      : threads_(std::to_string(threads)), bk_(std::to_string(bk)), K_(ops.K) {
-    const std::string BM = std::to_string(bm), BN = std::to_string(bn), &M = ops.M, &K = ops.K, &N = ops.N;
+  StagedSlices(const MatmulOperands& ops, int bm, int bn, int bk, int threads, bool a_kmajor, bool b_kmajor,
+               bool cuda)
+      : threads_(threads), bk_(std::to_string(bk)), K_(ops.K), cuda_(cuda) {
+    const std::string &M = ops.M, &K = ops.K, &N = ops.N;
     const std::string a_base = ops.batched ? "bat * " + M + " * " + K + " + " : "";
     const std::string b_base = ops.b_batched ? "bat * " + K + " * " + N + " + " : "";
-    slices_[0] = {"pa", "As", std::to_string(bm * bk / threads),
-                  ops.trans_a ? "mm = el % " + BM + ", kk = el / " + BM : "kk = el % " + bk_ + ", mm = el / " + bk_,
-                  "am = m0 + mm, ak = kn + kk", "am < " + M + " && ak < " + K,
-                  ops.a + "[" + a_base + (ops.trans_a ? "ak * " + M + " + am" : "am * " + K + " + ak") + "]", a_cell};
-    slices_[1] = {"pb", "Bs", std::to_string(bk * bn / threads),
-                  ops.trans_b ? "kk = el % " + bk_ + ", nn = el / " + bk_ : "nn = el % " + BN + ", kk = el / " + BN,
-                  "bk = kn + kk, bn = n0 + nn", "bk < " + K + " && bn < " + N,
-                  ops.b + "[" + b_base + (ops.trans_b ? "bn * " + K + " + bk" : "bk * " + N + " + bn") + "]", b_cell};
+    Slice& a = slices_[0];
+    a.regs = "pa";
+    a.tile = "As";
+    a.vec = "vec_a";
+    if (!ops.trans_a) {
+      a.inner = {"kk", "ak", "kn", bk, K};
+      a.outer = {"mm", "am", "m0", bm, M};
+      a.at = [=](const std::string& ak) { return ops.a + "[" + a_base + "am * " + K + " + " + ak + "]"; };
+    } else {
+      a.inner = {"mm", "am", "m0", bm, M};
+      a.outer = {"kk", "ak", "kn", bk, K};
+      a.at = [=](const std::string& am) { return ops.a + "[" + a_base + "ak * " + M + " + " + am + "]"; };
+    }
+    a.cell = [a_kmajor](const std::string& mm, const std::string& kk) {
+      return a_kmajor ? "[" + kk + "][" + mm + "]" : "[" + mm + "][" + kk + "]";
+    };
+    a.cell_along_inner = a_kmajor == ops.trans_a;
+    Slice& b = slices_[1];
+    b.regs = "pb";
+    b.tile = "Bs";
+    b.vec = "vec_b";
+    if (ops.trans_b) {
+      b.inner = {"kk", "bk", "kn", bk, K};
+      b.outer = {"nn", "bn", "n0", bn, N};
+      b.at = [=](const std::string& bk_) { return ops.b + "[" + b_base + "bn * " + K + " + " + bk_ + "]"; };
+    } else {
+      b.inner = {"nn", "bn", "n0", bn, N};
+      b.outer = {"kk", "bk", "kn", bk, K};
+      b.at = [=](const std::string& bn_) { return ops.b + "[" + b_base + "bk * " + N + " + " + bn_ + "]"; };
+    }
+    // B's cell callback takes (n, k) in the order of A's (m, k).
+    b.cell = [b_kmajor](const std::string& nn, const std::string& kk) {
+      return b_kmajor ? "[" + kk + "][" + nn + "]" : "[" + nn + "][" + kk + "]";
+    };
+    b.cell_along_inner = b_kmajor != ops.trans_b;
+    for (Slice* sl : {&a, &b}) {
+      const int elements = sl->inner.extent * sl->outer.extent;
+      sl->count = elements / threads;
+      sl->runs = sl->inner.extent % 4 == 0 && elements % (4 * threads) == 0;
+    }
   }
 
   // The main loop: the first slice fetched and stored before it; per step, the next slice's
@@ -167,8 +203,12 @@ class StagedSlices {
   // then the next slice's store to the other buffer and one barrier. The global latency of the
   // next slice overlaps this one's arithmetic.
   std::string pipeline(const std::string& products, const std::string& barrier) const {
-    std::string out = "  float " + slices_[0].regs + "[" + slices_[0].count + "], " + slices_[1].regs + "[" +
-                      slices_[1].count + "];\n";
+    std::string out;
+    for (const Slice& sl : slices_)
+      if (sl.runs)
+        out += "  const bool " + sl.vec + " = " + sl.inner.size + " % 4 == 0;  // 16-byte loads stay aligned\n";
+    out += "  float " + slices_[0].regs + "[" + std::to_string(slices_[0].count) + "], " + slices_[1].regs + "[" +
+           std::to_string(slices_[1].count) + "];\n";
     out += "  {\n    const int kn = 0;\n" + fetch("    ") + store("    ", "0") + "  }\n";
     out += "  " + barrier + ";\n  int buf = 0;\n";
     out += "  for (int k0 = 0; k0 < " + K_ + "; k0 += " + bk_ + ") {\n";
@@ -181,29 +221,86 @@ class StagedSlices {
   }
 
  private:
+  struct Dim {
+    std::string tile_idx, global_idx, origin;  // "kk", "ak", "kn": ak = kn + kk
+    int extent = 0;                            // in the slice
+    std::string size;                          // of the operand's dim
+  };
   struct Slice {
-    std::string regs, tile, count, split, coords, bounds, at, cell;
+    std::string regs, tile, vec;
+    Dim inner, outer;
+    std::function<std::string(const std::string&)> at;  // element at (outer, inner = the argument)
+    std::function<std::string(const std::string&, const std::string&)> cell;  // [buf] + cell(m or n, k)
+    bool cell_along_inner = false;  // the shared tile runs along the inner dim
+    int count = 0;                  // elements a thread
+    bool runs = false;              // runs of 4 inner elements a thread
   };
   Slice slices_[2];
-  std::string threads_, bk_, K_;
+  int threads_;
+  std::string bk_, K_;
+  bool cuda_;
 
-  std::string each_element(const Slice& sl, const std::string& indent, const std::string& lines) const {
-    return indent + "#pragma unroll\n" + indent + "for (int ld = 0; ld < " + sl.count + "; ++ld) {\n" + indent +
-           "  const int el = tid + ld * " + threads_ + ";\n" + indent + "  const int " + sl.split + ";\n" + lines +
-           indent + "}\n";
+  // The shared cell of tile indices (inner, outer) in the slice's (m or n, k) order.
+  std::string cell(const Slice& sl, const std::string& inner, const std::string& outer) const {
+    const bool inner_is_k = sl.inner.tile_idx == "kk";
+    return inner_is_k ? sl.cell(outer, inner) : sl.cell(inner, outer);
+  }
+  // The loop over a thread's elements (or runs), with the tile and global indices of each.
+  std::string each(const Slice& sl, const std::string& indent, bool with_global, const std::string& lines) const {
+    const Dim &in = sl.inner, &out = sl.outer;
+    const int step = sl.runs ? 4 : 1, units = sl.count / step, across = in.extent / step;
+    std::string text = indent + "#pragma unroll\n" + indent + "for (int ld = 0; ld < " + std::to_string(units) +
+                       "; ++ld) {\n" + indent + "  const int el = tid + ld * " + std::to_string(threads_) + ";\n";
+    text += indent + "  const int " + in.tile_idx + " = el % " + std::to_string(across) + (sl.runs ? " * 4" : "") +
+            ", " + out.tile_idx + " = el / " + std::to_string(across) + ";\n";
+    if (with_global)
+      text += indent + "  const int " + in.global_idx + " = " + in.origin + " + " + in.tile_idx + ", " + out.global_idx +
+              " = " + out.origin + " + " + out.tile_idx + ";\n";
+    return text + lines + indent + "}\n";
   }
   std::string fetch(const std::string& indent) const {
-    std::string out;
-    for (const Slice& sl : slices_)
-      out += each_element(sl, indent, indent + "  const int " + sl.coords + ";\n" + indent + "  " + sl.regs +
-                                          "[ld] = (" + sl.bounds + ") ? " + sl.at + " : 0.0f;\n");
-    return out;
+    std::string text;
+    for (const Slice& sl : slices_) {
+      const Dim &in = sl.inner, &out = sl.outer;
+      const std::string i2 = indent + "  ", r = sl.regs;
+      std::string lines;
+      if (!sl.runs) {
+        lines = i2 + r + "[ld] = (" + out.global_idx + " < " + out.size + " && " + in.global_idx + " < " + in.size +
+                ") ? " + sl.at(in.global_idx) + " : 0.0f;\n";
+      } else {
+        const std::string load = cuda_ ? "*reinterpret_cast<const float4*>(&" + sl.at(in.global_idx) + ")"
+                                       : "vload4(0, &" + sl.at(in.global_idx) + ")";
+        lines = i2 + "if (" + sl.vec + " && " + out.global_idx + " < " + out.size + " && " + in.global_idx + " < " +
+                in.size + ") {\n" + i2 + "  const float4 run = " + load + ";\n" + i2 + "  " + r + "[4 * ld] = run.x; " +
+                r + "[4 * ld + 1] = run.y; " + r + "[4 * ld + 2] = run.z; " + r + "[4 * ld + 3] = run.w;\n" + i2 +
+                "} else {\n" + i2 + "  #pragma unroll\n" + i2 + "  for (int c = 0; c < 4; ++c)\n" + i2 + "    " + r +
+                "[4 * ld + c] = (" + out.global_idx + " < " + out.size + " && " + in.global_idx + " + c < " + in.size +
+                ") ? " + sl.at(in.global_idx + " + c") + " : 0.0f;\n" + i2 + "}\n";
+      }
+      text += each(sl, indent, true, lines);
+    }
+    return text;
   }
   std::string store(const std::string& indent, const std::string& buf) const {
-    std::string out;
-    for (const Slice& sl : slices_)
-      out += each_element(sl, indent, indent + "  " + sl.tile + "[" + buf + "]" + sl.cell + " = " + sl.regs + "[ld];\n");
-    return out;
+    std::string text;
+    for (const Slice& sl : slices_) {
+      const Dim &in = sl.inner, &out = sl.outer;
+      const std::string i2 = indent + "  ", r = sl.regs, tile = sl.tile + "[" + buf + "]";
+      std::string lines;
+      if (!sl.runs) {
+        lines = i2 + tile + cell(sl, in.tile_idx, out.tile_idx) + " = " + r + "[ld];\n";
+      } else if (sl.cell_along_inner) {
+        const std::string run = r + "[4 * ld], " + r + "[4 * ld + 1], " + r + "[4 * ld + 2], " + r + "[4 * ld + 3]";
+        const std::string at = "&" + tile + cell(sl, in.tile_idx, out.tile_idx);
+        lines = cuda_ ? i2 + "*reinterpret_cast<float4*>(" + at + ") = make_float4(" + run + ");\n"
+                      : i2 + "vstore4((float4)(" + run + "), 0, " + at + ");\n";
+      } else {
+        lines = i2 + "#pragma unroll\n" + i2 + "for (int c = 0; c < 4; ++c) " + tile +
+                cell(sl, in.tile_idx + " + c", out.tile_idx) + " = " + r + "[4 * ld + c];\n";
+      }
+      text += each(sl, indent, false, lines);
+    }
+    return text;
   }
 };
 
@@ -274,7 +371,7 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
   // local memory instead of registers.
   body << "  #pragma unroll\n  for (int i = 0; i < " << tm << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < " << tn
        << "; ++j) acc[i][j] = 0.0f;\n";
-  const StagedSlices slices(ops, bm, bn, bk, threads, "[kk][mm]", "[kk][nn]");
+  const StagedSlices slices(ops, bm, bn, bk, threads, true, true, d_.cuda());
   std::ostringstream products;
   products << "    #pragma unroll\n    for (int kk = 0; kk < " << bk << "; ++kk) {\n";
   products << "      float a_reg[" << tm << "], b_reg[" << tn << "];\n";
@@ -314,12 +411,16 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
 // with TF32 off; one TF32 product alone would not be fp32's accuracy. A block of warps computes
 // a block_m x block_n tile, each warp warp_m x warp_n of it in 16 x 16 fragments, from
 // block_k-deep slices of A and B double-buffered in shared memory, each laid out along the
-// operand's contiguous dim (rows padded: loads of fragments and stores of slices spread over
-// the banks). The WMMA compiler builtins need no header (programs may not #include) and no
-// inline assembly (the static rules forbid it); the TF32 rounding is integer arithmetic on the
-// bits (round half away from zero, as cvt.rna). A fragment's element layout is the
-// hardware's, so the accumulators go through a per-warp 16 x 16 patch of shared memory
-// (where A's slices were) on their way to the epilogue and a coalesced store. Needs sm_80+.
+// operand's contiguous dim (rows padded so a fragment's reads spread over the banks).
+// The WMMA compiler builtins need no header (programs may not #include) and no inline assembly
+// (the static rules forbid it); the TF32 rounding is integer arithmetic on the bits (round half
+// away from zero, as cvt.rna). The builtins' loads take generic pointers, and compiled that way
+// every fragment element was a generic 64-bit-addressed load (SASS LD.E, not LDS: on an H200 the
+// 1024^3 product ran 93-103 us against the SIMT register tile's 90-105). So the builtins load
+// fragments only once, from index tiles: each lane learns which (row, col) of a 16 x 8 A, 8 x 16
+// B and 16 x 16 accumulator each of its fragment elements holds (the hardware's layout, which
+// CUDA leaves unspecified), then reads its fragments from the shared slices itself and applies
+// the epilogue to each accumulator at its own (m, n). Needs sm_80+.
 std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::string& name, std::string& err) {
   const int bm = s_.block_m, bn = s_.block_n, bk = s_.block_k, wm = s_.warp_m, wn = s_.warp_n;
   if (!d_.cuda()) {
@@ -346,30 +447,29 @@ std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::s
     return "";
   }
   // Shared tiles along each operand's contiguous dim: A [m][k] (row-major A) or [k][m]
-  // (transposed), B [n][k] (transposed B, a linear's weight) or [k][n]. Leading dims are
-  // multiples of 4 floats (WMMA's 16 bytes); every fragment pointer lands on 32 bytes.
+  // (transposed), B [n][k] (transposed B, a linear's weight) or [k][n], rows padded by 4 or 8
+  // floats (a fragment's 8 rows x 4 columns then fall in 32 different banks).
   const bool a_col = ops.trans_a, b_col = ops.trans_b;
   const int lda = a_col ? bm + 8 : bk + 4, ldb = b_col ? bk + 4 : bn + 8;
   const int a_rows = a_col ? bk : bm, b_rows = b_col ? bn : bk;
   const int shared_bytes = 2 * 4 * (a_rows * lda + b_rows * ldb);
   if (shared_bytes > 48 * 1024) {
-    err = "a tensor-core tile's two buffers need " + std::to_string(shared_bytes) + " bytes of shared memory; 49152 is the static limit";
+    err = "a tensor-core tile's two buffers need " + std::to_string(shared_bytes) +
+          " bytes of shared memory; 49152 is the static limit";
     return "";
   }
-  if (a_rows * lda < warps * 256) {
-    err = "a tensor-core tile's A buffers are too small to stage the warps' accumulators";
+  if (a_rows * lda < 256) {
+    err = "a tensor-core tile's A buffers are too small for the layout's index tiles";
     return "";
   }
   const std::string &M = ops.M, &N = ops.N;
   block_tile_launch(k, ops, bm, bn, threads);
   std::string out_idx, result;
-  const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "patch[e]");
+  const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "acc[i][j][e]");
   const int mt = wm / 16, nt = wn / 16;
-  const std::string MT = std::to_string(mt), NT = std::to_string(nt);
-  // A fragment's first element in the shared tile (i-th row block of the warp, k offset ks).
-  const std::string a_at = a_col ? "&As[buf][ks][wm0 + i * 16]" : "&As[buf][wm0 + i * 16][ks]";
-  const std::string b_at = b_col ? "&Bs[buf][wn0 + j * 16][ks]" : "&Bs[buf][ks][wn0 + j * 16]";
-  const int layout = (a_col ? 2 : 0) + (b_col ? 1 : 0);  // WMMA's code for (A, B) row / col major
+  // Strides of (m, k) in A's tile and of (n, k) in B's.
+  const std::string a_sm = a_col ? "1" : std::to_string(lda), a_sk = a_col ? std::to_string(lda) : "1";
+  const std::string b_sn = b_col ? std::to_string(ldb) : "1", b_sk = b_col ? "1" : std::to_string(ldb);
 
   std::ostringstream body;
   body << "  // " << bm << " x " << bn << " outputs per block of " << warps << " warps, " << wm << " x " << wn
@@ -377,56 +477,78 @@ std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::s
        << "  // A and B " << bk << "-deep slices in shared memory along their contiguous dims, two buffers\n";
   body << "  __shared__ __align__(32) float As[2][" << a_rows << "][" << lda << "];\n";
   body << "  __shared__ __align__(32) float Bs[2][" << b_rows << "][" << ldb << "];\n";
-  body << "  const int tid = " << d_.local_id(0) << ", warp = tid / 32, lane = tid % 32;\n";
+  body << "  const int tid = " << d_.local_id(0) << ", warp = tid / 32;\n";
   body << "  const int wm0 = (warp / " << warps_n << ") * " << wm << ", wn0 = (warp % " << warps_n << ") * " << wn
        << ";\n";
   body << "  const int m0 = " << d_.group_id(1) << " * " << bm << ", n0 = " << d_.group_id(0) << " * " << bn << ";\n";
   if (ops.batched) body << "  const int bat = " << d_.group_id(2) << ";\n";
+  // An index tile (value t at t) in A's first buffer, read through the builtins as a 16 x 8
+  // row-major A, an 8 x 16 column-major B, or (after the loop) a 16 x 16 row-major accumulator.
+  auto index_tile = [&](const std::string& indent) {
+    return indent + "for (int t = tid; t < 256; t += " + std::to_string(threads) + ") (&As[0][0][0])[t] = (float)t;\n" +
+           indent + d_.barrier() + ";\n";
+  };
+  body << "  // Which (row, col) each of this lane's fragment elements holds: A's element e is at a_at[e]\n"
+       << "  // of a fragment's first element in As, B's at b_at[e] in Bs.\n";
+  body << "  int a_at[4], b_at[4];\n  {\n" << index_tile("    ");
+  body << "    float fa[4], fb[4];\n";
+  body << "    __mma_tf32_m16n16k8_ld_a(reinterpret_cast<int*>(fa), reinterpret_cast<const int*>(&As[0][0][0]), 8, 0);\n";
+  body << "    __mma_tf32_m16n16k8_ld_b(reinterpret_cast<int*>(fb), reinterpret_cast<const int*>(&As[0][0][0]), 8, 1);\n";
+  body << "    #pragma unroll\n    for (int e = 0; e < 4; ++e) {\n";
+  body << "      const int at = (int)fa[e], bt = (int)fb[e];  // A (m, k) = (at / 8, at % 8); B (k, n) = (bt % 8, bt / 8)\n";
+  body << "      a_at[e] = (at / 8) * " << a_sm << " + (at % 8) * " << a_sk << ";\n";
+  body << "      b_at[e] = (bt / 8) * " << b_sn << " + (bt % 8) * " << b_sk << ";\n";
+  body << "    }\n    " << d_.barrier() << ";\n  }\n";
   body << "  float acc[" << mt << "][" << nt << "][8];  // the hardware's fragment layout\n";
   body << "  #pragma unroll\n  for (int i = 0; i < " << mt << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < "
        << nt << "; ++j)\n      #pragma unroll\n      for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;\n";
-  const StagedSlices slices(ops, bm, bn, bk, threads, a_col ? "[kk][mm]" : "[mm][kk]", b_col ? "[nn][kk]" : "[kk][nn]");
-  // hi = x rounded to TF32 in place, lo = x - hi (exact in fp32).
-  auto split = [](const std::string& hi, const std::string& lo, const std::string& indent) {
-    return indent + "#pragma unroll\n" + indent + "for (int e = 0; e < 4; ++e) {\n" + indent + "  const float xv = " + hi +
-           "[e];\n" + indent + "  " + hi + "[e] = __uint_as_float((__float_as_uint(xv) + 0x1000u) & 0xffffe000u);\n" +
-           indent + "  " + lo + "[e] = xv - " + hi + "[e];\n" + indent + "}\n";
+  const StagedSlices slices(ops, bm, bn, bk, threads, a_col, !b_col, true);
+  // Reads `count` fragments of 4 elements from the shared tile at `base` (fragment f at
+  // f * step), splitting each value into hi (rounded to TF32) and lo = x - hi (exact in fp32).
+  auto fragments = [&](const std::string& hi, const std::string& lo, const std::string& f, int count,
+                       const std::string& base, const std::string& step, const std::string& at) {
+    std::ostringstream out;
+    out << "      #pragma unroll\n      for (int " << f << " = 0; " << f << " < " << count << "; ++" << f << ")\n";
+    out << "        #pragma unroll\n        for (int e = 0; e < 4; ++e) {\n";
+    out << "          const float xv = " << base << "[" << f << " * " << step << " + " << at << "[e]];\n";
+    out << "          " << hi << "[" << f << "][e] = __uint_as_float((__float_as_uint(xv) + 0x1000u) & 0xffffe000u);\n";
+    out << "          " << lo << "[" << f << "][e] = xv - " << hi << "[" << f << "][e];\n";
+    out << "        }\n";
+    return out.str();
   };
   std::ostringstream products;
-  products << "    #pragma unroll\n    for (int ks = 0; ks < " << bk << "; ks += 8) {\n";
+  // The k8 steps of a slice unrolled `unroll` at a time (1: a loop): fully unrolled, the compiler
+  // hoists every step's fragment loads and the registers limit the blocks per SM.
+  products << "    #pragma unroll " << std::max(1, s_.unroll) << "\n    for (int ks = 0; ks < " << bk
+           << "; ks += 8) {\n";
+  products << "      const float* a_tile = &As[buf][0][0] + wm0 * " << a_sm << " + ks * " << a_sk << ";\n";
+  products << "      const float* b_tile = &Bs[buf][0][0] + wn0 * " << b_sn << " + ks * " << b_sk << ";\n";
   products << "      float a_hi[" << mt << "][4], a_lo[" << mt << "][4], b_hi[" << nt << "][4], b_lo[" << nt
            << "][4];\n";
-  products << "      #pragma unroll\n      for (int i = 0; i < " << mt << "; ++i) {\n";
-  products << "        __mma_tf32_m16n16k8_ld_a(reinterpret_cast<int*>(a_hi[i]), reinterpret_cast<const int*>(" << a_at
-           << "), " << lda << ", " << (a_col ? 1 : 0) << ");\n";
-  products << split("a_hi[i]", "a_lo[i]", "        ") << "      }\n";
-  products << "      #pragma unroll\n      for (int j = 0; j < " << nt << "; ++j) {\n";
-  products << "        __mma_tf32_m16n16k8_ld_b(reinterpret_cast<int*>(b_hi[j]), reinterpret_cast<const int*>(" << b_at
-           << "), " << ldb << ", " << (b_col ? 1 : 0) << ");\n";
-  products << split("b_hi[j]", "b_lo[j]", "        ") << "      }\n";
+  products << fragments("a_hi", "a_lo", "i", mt, "a_tile", "16 * " + a_sm, "a_at");
+  products << fragments("b_hi", "b_lo", "j", nt, "b_tile", "16 * " + b_sn, "b_at");
   products << "      #pragma unroll\n      for (int i = 0; i < " << mt << "; ++i)\n";
   products << "        #pragma unroll\n        for (int j = 0; j < " << nt << "; ++j) {\n";
   auto mma = [&](const std::string& a, const std::string& b) {
     products << "          __mma_tf32_m16n16k8_mma_f32(acc[i][j], reinterpret_cast<const int*>(" << a
-             << "[i]), reinterpret_cast<const int*>(" << b << "[j]), acc[i][j], " << layout << ", 0);\n";
+             << "[i]), reinterpret_cast<const int*>(" << b << "[j]), acc[i][j], 1, 0);\n";
   };
   mma("a_lo", "b_hi");
   mma("a_hi", "b_lo");
   mma("a_hi", "b_hi");
   products << "        }\n    }\n";
   body << slices.pipeline(products.str(), d_.barrier());
-  // The loop ended on a barrier: A's buffers are free to stage the accumulators, 16 x 16 per
-  // warp at a time, read back two rows of 16 per step by the warp's lanes.
-  body << "  float* patch = &As[0][0][0] + warp * 256;\n";
+  // The loop ended on a barrier: A's buffers are free for the accumulator's index tile.
+  body << "  int c_at[8];  // accumulator element e is at row c_at[e] / 16, column c_at[e] % 16\n  {\n"
+       << index_tile("    ");
+  body << "    float fc[8];\n";
+  body << "    __mma_tf32_m16n16k8_ld_c(fc, &As[0][0][0], 16, 0);\n";
+  body << "    #pragma unroll\n    for (int e = 0; e < 8; ++e) c_at[e] = (int)fc[e];\n  }\n";
   body << "  #pragma unroll\n  for (int i = 0; i < " << mt << "; ++i)\n    #pragma unroll\n    for (int j = 0; j < " << nt
-       << "; ++j) {\n";
-  body << "      __mma_m16n16k8_st_c_f32(patch, acc[i][j], 16, 0);\n      __syncwarp();\n";
-  body << "      #pragma unroll\n      for (int step = 0; step < 8; ++step) {\n";
-  body << "        const int e = step * 32 + lane;\n";
-  body << "        const int m = m0 + wm0 + i * 16 + e / 16, n = n0 + wn0 + j * 16 + e % 16;\n";
+       << "; ++j)\n      #pragma unroll\n      for (int e = 0; e < 8; ++e) {\n";
+  body << "        const int m = m0 + wm0 + i * 16 + c_at[e] / 16, n = n0 + wn0 + j * 16 + c_at[e] % 16;\n";
   body << "        if (m < " << M << " && n < " << N << ") {\n" << reindent(epilogue, "          ");
   body << "          " << k.output_buffer << "[" << out_idx << "] = " << result << ";\n        }\n      }\n";
-  body << "      __syncwarp();\n    }\n";
   k.body = body.str();
   return k.render();
 }

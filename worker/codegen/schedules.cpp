@@ -140,20 +140,23 @@ std::vector<Schedule> line_group_variants(Schedule base) {
 std::vector<Schedule> cuda_space(const StageKinds& kinds) {
   std::vector<Schedule> candidates;
   // Matmul forms: tensor-core tiles (block_m x block_n x block_k, warp_m x warp_n per warp, fp32
-  // as 3xTF32) first, then 2-D register tiles (reg_m x reg_n per thread, CUDA cores), then the
-  // 1-D tiles (tile, work_per_item, unroll). On an H200 (2026-11-29) the register tiles ran
-  // linear at 0.46-0.63x cuBLAS's fp32 and the 1-D form's best (ts32.wpt8.u4 for bmm and
-  // attention, ts64.wpt16.u1 for linear) at 0.36-0.83x; Triton's tf32x3 tiles ran 1.4-1.5x.
-  // 16-wide 1-D tiles were never the fastest on a GPU and are gone.
+  // as 3xTF32; unroll: the k8 steps of a slice unrolled that many at a time), 2-D register
+  // tiles (reg_m x reg_n per thread, CUDA cores), then the 1-D tiles (tile, work_per_item,
+  // unroll), ordered so `bench --max-schedules 3` (picks 0, n/3, 2n/3) tries one of each. On an
+  // H200 (2026-11-29, bench/results/gpu_2026_11_29d) the 64 x 64 x 32 tensor-core tile with its
+  // k8 steps unrolled ran 1024^3 fp32 in 53 us, cuBLAS 64 us, the register tiles 85-100 us;
+  // 128 x 128 tensor-core tiles (64 blocks for 132 SMs) ran 100-130 us and are gone, as are
+  // 16-wide 1-D tiles (never the fastest on a GPU).
   struct Tile {
     int tile, wpt, unroll;
     int bm = 0, bn = 0, bk = 0, rm = 0, rn = 0, wm = 0, wn = 0;
   };
   std::vector<Tile> tiles = {{16, 1, 1}};
   if (kinds.matmul)
-    tiles = {{16, 1, 1, 128, 128, 16, 0, 0, 64, 32}, {16, 1, 1, 128, 64, 16, 0, 0, 64, 32},
-             {16, 1, 1, 64, 64, 32, 0, 0, 32, 32},   {16, 1, 1, 128, 64, 8, 8, 4},
-             {16, 1, 1, 64, 64, 8, 4, 4},            {16, 1, 1, 128, 128, 8, 8, 8},
+    tiles = {{16, 1, 4, 64, 64, 32, 0, 0, 32, 32},  {16, 1, 1, 64, 64, 32, 0, 0, 32, 32},
+             {16, 1, 1, 64, 64, 16, 0, 0, 32, 32},  {16, 1, 1, 64, 64, 32, 0, 0, 32, 16},
+             {16, 1, 1, 64, 64, 8, 4, 4},           {16, 1, 1, 128, 64, 16, 0, 0, 32, 32},
+             {16, 1, 1, 128, 64, 8, 8, 4},          {16, 1, 1, 128, 128, 8, 8, 8},
              {32, 8, 4}, {32, 4, 4}, {32, 8, 1}, {64, 16, 1}, {64, 16, 4}, {32, 4, 1}};
   for (const Tile& tile : tiles) {
     Schedule base;
