@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "worker/codegen/emit_program.h"
@@ -276,7 +277,9 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
   std::string result = scalar.value(stage.root, coords);
   std::string scalar_lines = scalar.take_lines("    ");
   const int vec = s_.vector_width;
-  if (vec > 1 && !contiguous) {
+  // CUDA also vectorizes over operands broadcast along the rows (a bias, a per-row scale):
+  // cuda_vector_body checks each one.
+  if (vec > 1 && !contiguous && !d_.cuda()) {
     err = "vector_width " + std::to_string(vec) + " needs every operand contiguous with the output";
     return "";
   }
@@ -299,7 +302,7 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     body << reindent(coord_lines, ind) << reindent(scalar_lines, ind) << ind << k.output_buffer << "[i] = " << result
          << ";\n";
   } else if (d_.cuda()) {
-    body << cuda_vector_body(stage, k, n, ind, err);
+    body << cuda_vector_body(stage, k, n, ind, need_coords ? coords : std::vector<std::string>{}, err);
     if (!err.empty()) return "";
   } else {
     body << vector_body(make, stage.root, coords, vec, n, ind, k.output_buffer);
@@ -312,58 +315,110 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
 // CUDA has float4 loads but no float4 arithmetic: each thread loads `vec` consecutive
 // elements of every operand with 16-byte loads (buffers are 256-byte aligned and i is a
 // multiple of vec), computes each lane with scalar code, and stores float4s; the last
-// n % vec elements go one at a time.
+// n % vec elements go one at a time. With `coords` (some operand is broadcast: read through
+// the output coordinates) the lanes share every coordinate but the last when the last dim is a
+// multiple of vec (checked at run time, else the elements go one at a time): an operand that
+// runs along the last dim (a bias of the row's length) is one 16-byte load at the first lane's
+// offset, one constant along it (a per-row scale, [rows, 1]) one scalar load for all lanes.
 std::string ProgramEmitter::cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n,
-                                             const std::string& ind, std::string& err) {
+                                             const std::string& ind, const std::vector<std::string>& coords,
+                                             std::string& err) {
   const int vec = s_.vector_width;
   if (vec % 4 != 0) {
     err = "cuda vector_width must be 4 or 8";
     return "";
   }
+  const Shape& out_shape = g_.nodes[stage.root].shape;
+  const bool broadcast = !coords.empty();
+  const std::string last = broadcast ? coords.back() : "";
+  const std::regex last_word(broadcast ? "\\b" + last + "\\b" : "$^");
   const int quads = vec / 4;
   int counter = 0;
   std::ostringstream loads, lanes;
-  std::map<std::string, std::string> loaded;  // buffer parameter -> its register array
+  std::map<std::string, std::string> loaded;  // what a lane reads -> its register (array)
   std::vector<std::string> results;
+  std::string refused;
   for (int lane = 0; lane < vec; ++lane) {
     ExprEmitter e = expr(1, &counter);
     e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
     e.dim = [&](const Dim& d) { return k.dim(d); };
-    e.load = [&, lane](int id, const std::vector<std::string>&) -> std::string {
+    e.on_view = [&] { refused = "an operand read through a view"; };
+    e.load = [&, lane](int id, const std::vector<std::string>& c) -> std::string {
       const Node& leaf = g_.nodes[id];
       std::string buf = k.buffer(buffer_name(id), leaf.int_type.empty() ? "float" : leaf.int_type);
       if (numel_value(leaf.shape) == 1) return buf + "[0]";
-      auto it = loaded.find(buf);
-      if (it == loaded.end()) {
-        std::string regs = "r_" + buf;
-        for (int quad = 0; quad < quads; ++quad)
-          loads << ind << "  const float4 " << regs << quad << " = reinterpret_cast<const float4*>(" << buf << " + i)["
-                << quad << "];\n";
-        it = loaded.emplace(buf, regs).first;
+      if (!leaf.int_type.empty()) {
+        refused = "an integer operand";
+        return buf + "[0]";
       }
+      std::string at = "i";  // a run of vec elements at this offset, or one element for all lanes
+      bool run = true;
+      if (broadcast && !reads_in_order(leaf.shape, c, coords, out_shape)) {
+        at = offset(k, leaf.shape, c);
+        // Not broadcast along the last dim: then (broadcasting's rule) as long as the output's.
+        const bool along_last = !c.empty() && c.back() == last && !leaf.shape.empty() &&
+                                leaf.shape.back().value == out_shape.back().value && leaf.shape.back().value > 1;
+        run = along_last;
+        if (!along_last && std::regex_search(at, last_word)) refused = "an operand read across the last dim";
+      }
+      const std::string key = buf + "@" + at;
+      auto it = loaded.find(key);
+      if (it == loaded.end()) {
+        std::string regs = "r_" + buf + (at == "i" ? "" : std::to_string(loaded.size()));
+        if (run) {
+          for (int quad = 0; quad < quads; ++quad)
+            loads << ind << "  const float4 " << regs << quad << " = reinterpret_cast<const float4*>(" << buf << " + "
+                  << at << ")[" << quad << "];\n";
+        } else {
+          loads << ind << "  const float " << regs << " = " << buf << "[" << at << "];\n";
+        }
+        it = loaded.emplace(key, regs).first;
+      }
+      if (!run) return it->second;
       return it->second + std::to_string(lane / 4) + "." + "xyzw"[lane % 4];
     };
-    std::string result = e.value(stage.root, {});
+    std::string result = e.value(stage.root, broadcast ? coords : std::vector<std::string>{});
     lanes << ind << "  // lane " << lane << "\n" << e.take_lines(ind + "  ");
     results.push_back(result);
   }
+  if (!refused.empty()) {
+    err = "cuda vector_width " + std::to_string(vec) + " with broadcast operands: " + refused;
+    return "";
+  }
   std::ostringstream body;
-  body << ind << "if (i + " << vec << " <= " << n << ") {\n" << loads.str() << lanes.str();
+  if (broadcast) {
+    body << ind << "if (i + " << vec << " <= " << n << " && " << k.dim(out_shape.back()) << " % " << vec
+         << " == 0) {  // the lanes share a row\n";
+    body << reindent(coordinate_lines(k, out_shape, coords), ind + "  ");
+  } else {
+    body << ind << "if (i + " << vec << " <= " << n << ") {\n";
+  }
+  body << loads.str() << lanes.str();
   for (int quad = 0; quad < quads; ++quad)
     body << ind << "  reinterpret_cast<float4*>(" << k.output_buffer << " + i)[" << quad << "] = make_float4("
          << results[quad * 4] << ", " << results[quad * 4 + 1] << ", " << results[quad * 4 + 2] << ", "
          << results[quad * 4 + 3] << ");\n";
-  body << ind << "} else {  // the last n % " << vec << " elements, one at a time\n";
-  body << ind << "  for (int j = i; j < " << n << "; ++j) {\n";
-  ExprEmitter tail = expr(1, &counter);
-  tail.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
-  tail.dim = [&](const Dim& d) { return k.dim(d); };
-  tail.load = [&](int id, const std::vector<std::string>&) -> std::string {
-    std::string buf = k.buffer(buffer_name(id));
-    return numel_value(g_.nodes[id].shape) == 1 ? buf + "[0]" : buf + "[j]";
-  };
-  std::string tresult = tail.value(stage.root, {});
-  body << tail.take_lines(ind + "    ") << ind << "    " << k.output_buffer << "[j] = " << tresult << ";\n";
+  body << ind << "} else {  // " << (broadcast ? "a row's length not a multiple of " + std::to_string(vec) + ", or " : "")
+       << "the last n % " << vec << " elements: one at a time\n";
+  body << ind << "  for (int j = i; j < i + " << vec << " && j < " << n << "; ++j) {\n";
+  if (broadcast) {
+    // The scalar form at flat index i = j, its coordinates taken apart from it.
+    bool need = false, contiguous = true;
+    ExprEmitter tail = element_emitter(stage, k, coords, 1, &counter, need, contiguous);
+    const std::string tresult = tail.value(stage.root, coords);
+    body << ind << "    const int i = j;\n" << reindent(coordinate_lines(k, out_shape, coords), ind + "    ")
+         << tail.take_lines(ind + "    ") << ind << "    " << k.output_buffer << "[i] = " << tresult << ";\n";
+  } else {
+    ExprEmitter tail = expr(1, &counter);
+    tail.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+    tail.dim = [&](const Dim& d) { return k.dim(d); };
+    tail.load = [&](int id, const std::vector<std::string>&) -> std::string {
+      std::string buf = k.buffer(buffer_name(id));
+      return numel_value(g_.nodes[id].shape) == 1 ? buf + "[0]" : buf + "[j]";
+    };
+    const std::string tresult = tail.value(stage.root, {});
+    body << tail.take_lines(ind + "    ") << ind << "    " << k.output_buffer << "[j] = " << tresult << ";\n";
+  }
   body << ind << "  }\n" << ind << "}\n";
   return body.str();
 }

@@ -136,7 +136,7 @@ class ProgramEmitter : public StageBuffers {
   // emit_pointwise.cpp
   std::string pointwise(const Stage& stage, const std::string& name, std::string& err);
   std::string cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n, const std::string& ind,
-                               std::string& err);
+                               const std::vector<std::string>& coords, std::string& err);
   std::string scan(const Stage& stage, const std::string& name, std::string& err);
   std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter element_emitter(const Stage& stage, Kernel& k, const std::vector<std::string>& coords, int vec,

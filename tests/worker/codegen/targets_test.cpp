@@ -252,3 +252,24 @@ TEST(CodegenTargets, BenchSelectsOpsByAnyFilterAndCanTryTheFirstSchedules) {
   }
   EXPECT_TRUE(contains(result["protocol"].get<std::string>(), "first in the op's space"));
 }
+
+// CUDA pointwise kernels vectorize over operands broadcast along the rows: a bias of the row's
+// length is one float4 load per run of 4 outputs, a per-row scale one scalar load, and rows whose
+// length is not a multiple of 4 go one element at a time (the extra shapes check that path).
+TEST(CodegenTargets, CudaPointwiseVectorizesOverRowBroadcastOperands) {
+  auto analysis = codegen::analyze(kforge::testing::suite_op("bias_silu_scale"));  // silu(x + b) * s, b [N], s [M, 1]
+  ASSERT_TRUE(analysis.ok()) << analysis.unsupported;
+  codegen::Schedule schedule;
+  schedule.vector_width = 4;
+  auto gen = codegen::emit_program(analysis, schedule, codegen::Target::cuda);
+  ASSERT_TRUE(gen.ok()) << gen.unsupported;
+  EXPECT_TRUE(contains(gen.program, "reinterpret_cast<const float4*>(b + c1)")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "% 4 == 0) {  // the lanes share a row")) << gen.program;
+  EXPECT_TRUE(contains(gen.program, "reinterpret_cast<float4*>(out + i)")) << gen.program;
+  const auto space = codegen::schedule_space(analysis, codegen::Target::cuda);
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const codegen::Schedule& s) { return s.vector_width == 4; }));
+  // An operand read across the row (a transposed view) keeps the scalar form.
+  auto transposed = codegen::analyze(kforge::testing::suite_op("transpose2d"));
+  ASSERT_TRUE(transposed.ok());
+  EXPECT_FALSE(codegen::emit_program(transposed, schedule, codegen::Target::cuda).ok());
+}
