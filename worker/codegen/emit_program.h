@@ -128,6 +128,7 @@ class ProgramEmitter : public StageBuffers {
   const Schedule& s_;
   Dialect d_;
   std::vector<std::string> scratch_;       // kforge-scratch lines
+  bool stream_loads_ = false;              // row emitters: full-pattern loads as __ldcs (cuda)
 
   std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords);
   Kernel kernel(const std::string& name, const std::string& output) const;
@@ -155,7 +156,7 @@ class ProgramEmitter : public StageBuffers {
                           int* counter);
   std::string row_header(const RowLayout& layout, Kernel& k);
   std::string row_accumulators(const RowLayout& layout, const std::vector<int>& reduces, ExprEmitter& e,
-                               ExprEmitter& ev);
+                               ExprEmitter& ev, bool stream_last = false);
   std::string row_store(const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns, ExprEmitter& e,
                         ExprEmitter& ev);
   std::string column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns, const std::vector<int>& reduces,

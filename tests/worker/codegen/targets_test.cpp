@@ -273,3 +273,25 @@ TEST(CodegenTargets, CudaPointwiseVectorizesOverRowBroadcastOperands) {
   ASSERT_TRUE(transposed.ok());
   EXPECT_FALSE(codegen::emit_program(transposed, schedule, codegen::Target::cuda).ok());
 }
+
+// CUDA row reductions (a block per row) read the row in its last pass with __ldcs (streaming,
+// evict-first), the passes before with plain loads: a softmax streams only its store loop, a
+// one-pass dot product both operands. OpenCL keeps plain loads.
+TEST(CodegenTargets, CudaRowReductionsStreamTheirLastPass) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  codegen::Schedule rows;  // work_group 256, a block per row
+  auto softmax = codegen::emit_program(codegen::analyze(kforge::testing::suite_op("softmax_temperature")), rows,
+                                       codegen::Target::cuda);
+  ASSERT_TRUE(softmax.ok()) << softmax.unsupported;
+  EXPECT_EQ(count(softmax.program, "__ldcs(&x["), 1u) << softmax.program;
+  EXPECT_EQ(count(softmax.program, "= x[base + col]"), 2u) << "the max and sum passes\n" << softmax.program;
+  const auto dot = codegen::analyze(kforge::testing::suite_op("dot_rows"));
+  auto cuda_dot = codegen::emit_program(dot, rows, codegen::Target::cuda);
+  ASSERT_TRUE(cuda_dot.ok()) << cuda_dot.unsupported;
+  EXPECT_EQ(count(cuda_dot.program, "__ldcs("), 2u) << cuda_dot.program;
+  EXPECT_EQ(count(codegen::emit_program(dot, rows, codegen::Target::opencl).program, "__ldcs"), 0u);
+}
