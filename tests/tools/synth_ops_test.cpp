@@ -1,13 +1,17 @@
 // tools/synth_ops.py: synthetic training ops are valid suite ops the teacher lowers and the
-// harness verifies, never repeat a held-out op's source or any suite op's name, and are
-// reproducible from the seed; --exclude keeps a second set disjoint from the first; input
-// names vary and match forward()'s signature.
+// harness verifies, never repeat a held-out op's source or any suite op's name, nor a
+// held-out op's kernel under another spelling, and are reproducible from the seed; --exclude
+// keeps a second set disjoint from the first; input names vary and match forward()'s
+// signature; ops of four or five inputs stay rare and one-input movement ops common.
 // Run: ctest -R tools_synth_ops (needs python3 and PoCL for the harness part).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -57,6 +61,43 @@ class SynthOps : public ::testing::Test {
 
   fs::path dir_;
 };
+
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The teacher's kernel for a one-input op (its first schedule) with the op's own names
+// abstracted: the comment line naming the op dropped, kernel names K0, K1..., the input IN
+// (x_size2 IN_size2). Two ops with the same key are one computation under two spellings.
+std::optional<std::string> kernel_key(const train::SuiteOp& op) {
+  if (op.spec.inputs.size() != 1) return std::nullopt;
+  codegen::Analysis analysis = codegen::analyze(op.spec);
+  if (!analysis.ok() || codegen::schedule_space(analysis).empty()) return std::nullopt;
+  codegen::Generated generated = codegen::emit_program(analysis, codegen::schedule_space(analysis).front());
+  if (!generated.ok()) return std::nullopt;
+  std::string text = generated.program.substr(generated.program.find('\n') + 1);
+  std::vector<std::string> kernels;
+  for (size_t at = text.find("__kernel void "); at != std::string::npos; at = text.find("__kernel void ", at + 1)) {
+    size_t begin = at + 14, end = begin;
+    while (end < text.size() && identifier_char(text[end])) ++end;
+    kernels.push_back(text.substr(begin, end - begin));
+  }
+  const std::string& input = op.spec.inputs[0].name;
+  std::string key;
+  for (size_t pos = 0; pos < text.size();) {
+    if (!identifier_char(text[pos])) {
+      key += text[pos++];
+      continue;
+    }
+    size_t end = pos;
+    while (end < text.size() && identifier_char(text[end])) ++end;
+    std::string word = text.substr(pos, end - pos);
+    auto kernel = std::find(kernels.begin(), kernels.end(), word);
+    if (kernel != kernels.end()) word = "K" + std::to_string(kernel - kernels.begin());
+    else if (word == input || word.rfind(input + "_size", 0) == 0) word = "IN" + word.substr(input.size());
+    key += word;
+    pos = end;
+  }
+  return std::to_string(op.spec.inputs[0].shape.size()) + "-d\n" + key;
+}
 
 }  // namespace
 
@@ -121,9 +162,10 @@ TEST_F(SynthOps, InputNamesVaryAndMatchTheSignature) {
   // Arities the held-out ops have and the data once lacked: pointwise ops of four and five
   // inputs (batch norm's five), and attention's q, k, v with two matmuls.
   // (TeacherKernelsForSyntheticOpsPassTheHarness checks one of each on PoCL.)
+  // (Rare since they taught a model to declare a permute's input twice: 2 of these 80.)
   int many_inputs = 0;
   for (const auto& op : ops) many_inputs += op.category == "elementwise_chain" && op.spec.inputs.size() >= 4;
-  EXPECT_GE(many_inputs, 3) << "pointwise ops with four or five inputs";
+  EXPECT_GE(many_inputs, 1) << "pointwise ops with four or five inputs";
   EXPECT_LT(uses["x"], static_cast<int>(ops.size()) / 2) << "x is common, not universal";
   EXPECT_GE(lowered, 76) << "renamed ops lower as before (>= 95%)";
   ASSERT_EQ(generate("fixed", 40, 5, "", {"--input-names", "fixed"}).first, 0);
@@ -167,4 +209,55 @@ TEST_F(SynthOps, TeacherKernelsForSyntheticOpsPassTheHarness) {
     harness::CheckResult result = checker->check(generated.program);
     EXPECT_EQ(result.outcome, harness::Outcome::correct) << op.spec.name << "\n" << op.spec.source << result.message;
   }
+}
+
+// The mix an SFT model learns arities from: the second generator (4feecd5) made pointwise ops
+// of four and five inputs 15% of the ops, and the model trained on it declared the held-out
+// permutes' one input twice; the shipped model's data had 86% of its ops with one or two
+// inputs. And no one-input op is a held-out op in another spelling: x.permute(0, 2, 1) is
+// permute_021's x.permute([0, 2, 1]), which the source comparison missed (both earlier data
+// sets held such ops); the control shows the kernel comparison sees through the spelling,
+// the input's name and its shape.
+TEST_F(SynthOps, ManyInputOpsStayRareAndNoOpIsAHeldOutOpInAnotherSpelling) {
+  ASSERT_EQ(generate("mix", 200, 3).first, 0);
+  auto ops = train::load_suite((dir_ / "mix").string());
+  ASSERT_EQ(ops.size(), 200u);
+  int many_inputs = 0, one_or_two = 0, movement = 0, attention = 0;
+  for (const auto& op : ops) {
+    many_inputs += op.category == "elementwise_chain" && op.spec.inputs.size() >= 4;
+    one_or_two += op.spec.inputs.size() <= 2;
+    movement += op.category == "movement" && op.spec.inputs.size() == 1;
+    attention += op.category == "attention";
+  }
+  EXPECT_LE(many_inputs, 16) << "pointwise ops of four or five inputs: at most 8% (15% taught arg miscounts)";
+  EXPECT_LE(attention, 6) << "attention ops: at most 3%";
+  EXPECT_GE(one_or_two, 170) << "ops of one or two inputs: at least 85%, as in the shipped model's data";
+  EXPECT_GE(movement, 20) << "movement ops of one input (permutes, transposes, reshapes): at least 10%";
+
+  std::map<std::string, std::string> heldout;  // kernel key -> held-out op
+  for (const auto& op : train::load_suite(kSource + "/suite", "heldout"))
+    if (auto key = kernel_key(op)) heldout[*key] = op.spec.name;
+  ASSERT_GE(heldout.size(), 10u) << "the held-out one-input ops (cos, permute_021, sum_last...) lower";
+  fs::create_directories(dir_ / "control" / "level9");
+  std::ofstream(dir_ / "control" / "level9" / "spelled_again.json")
+      << R"({"name": "spelled_again", "level": 1, "category": "movement", "split": "train",
+            "source": "def forward(w: Tensor) -> Tensor:\n    return w.permute(0, 2, 1).contiguous()\n",
+            "inputs": [{"name": "w", "shape": [16, 128, 256], "dtype": "float32", "dist": "normal"}],
+            "extra_shapes": [], "tolerance": {"atol": 1e-5, "rtol": 1e-5}})";
+  auto control = train::load_suite((dir_ / "control").string());
+  ASSERT_EQ(control.size(), 1u);
+  auto control_key = kernel_key(control[0]);
+  ASSERT_TRUE(control_key);
+  auto same = heldout.find(*control_key);
+  EXPECT_TRUE(same != heldout.end() && same->second == "permute_021") << "the control has permute_021's kernel";
+  int compared = 0;
+  for (const auto& op : ops) {
+    auto key = kernel_key(op);
+    if (!key) continue;
+    ++compared;
+    auto found = heldout.find(*key);
+    EXPECT_TRUE(found == heldout.end()) << op.spec.name << " is " << found->second << " in another spelling:\n"
+                                        << op.spec.source;
+  }
+  EXPECT_GE(compared, 100) << "one-input ops compared";
 }
