@@ -4,16 +4,17 @@
 # transposes), written in the suite's op format so `kforge-train dataset --suite DIR`
 # turns them into verified SFT pairs. Usage:
 #   python3 tools/synth_ops.py --out var/synth --count 600 --seed 0 [--suite suite]
-# Held-out ops never leak: an op whose source matches a held-out op's (names and
-# whitespace ignored) is dropped, and so is an op that is only views of its input
-# (permute, transpose, t, a trailing reshape / flatten) moving the elements as a held-out
-# op does (x.permute(0, 2, 1) is permute_021's x.permute([0, 2, 1])); pointwise chains
-# have at least two ops, so a held-out single op such as torch.cos(x) is only ever seen
-# inside other chains.
+# Held-out ops never leak: an op that computes what a held-out op does is dropped, by
+# its source with names, locals and keepdim flags abstracted (value_key: relu(linear(x,
+# w, b)) is linear_relu's two lines) or, for views of one input, by how they move the
+# elements (view_order: x.permute(0, 2, 1) is permute_021's x.permute([0, 2, 1])).
+# Pointwise chains have at least two ops, so a held-out single op such as torch.cos(x)
+# is only ever seen inside other chains.
 # Input names vary (`--input-names fixed` keeps x/y/z, a/b, x/w/b): a model trained on
 # ops whose inputs are always x, y, z invents `y` for an op whose inputs are x, s.
 import argparse
 import ast
+import copy
 import itertools
 import json
 import os
@@ -29,7 +30,7 @@ REDUCTIONS = ["sum", "mean", "amax", "amin", "var", "std", "norm"]
 ROW_OPS = ["softmax", "log_softmax", "logsumexp", "layer_norm", "rms"]
 ACTIVATIONS = ["relu", "gelu", "silu", "sigmoid", "tanh", "none"]
 # Pointwise ops by number of inputs (weights). With MAKERS below, 1,200 ops at seed 0 give
-# 1,682 / 812 / 258 / 64 / 56 pairs of one to five inputs (two per op, plus the suite's
+# 1,680 / 818 / 254 / 64 / 56 pairs of one to five inputs (two per op, plus the suite's
 # train split): one and two inputs at least the shipped model's 1,660 / 794 of 2,872.
 POINTWISE_ARITY = [(1, 0.43), (2, 0.43), (3, 0.065), (4, 0.04), (5, 0.035)]
 TOL_POINTWISE = {"atol": 1e-4, "rtol": 1e-4}
@@ -452,12 +453,49 @@ def describe(op):
 
 
 def canonical(source):
-    """Source with whitespace and parameter names abstracted, for the leak check."""
+    """Source with whitespace and parameter names abstracted, for duplicates and --exclude."""
     header, _, body = source.partition("\n")
     names = re.findall(r"(\w+): Tensor", header)
     for position, name in enumerate(names):
         body = re.sub(rf"\b{name}\b", f"in{position}", body)
     return re.sub(r"\s+", "", body)
+
+
+class _Spelling(ast.NodeTransformer):
+    """value_key's rewrite: parameters by position, locals replaced by what they hold,
+    trailing keepdim flags dropped."""
+
+    def __init__(self, params, locals_):
+        self.params, self.locals = params, locals_
+
+    def visit_Name(self, node):
+        if node.id in self.locals:
+            return copy.deepcopy(self.locals[node.id])
+        return ast.Name(self.params.get(node.id, node.id), ast.Load())
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if node.args and isinstance(node.args[-1], ast.Constant) and isinstance(node.args[-1].value, bool):
+            node.args.pop()
+        node.keywords = [keyword for keyword in node.keywords if keyword.arg != "keepdim"]
+        return node
+
+
+def value_key(source):
+    """What a source computes, spelled one way, for the leak check: parameters by position,
+    locals inlined (linear_relu's `y = torch.linear(x, w, b)` then `torch.relu(y)` is
+    torch.relu(torch.linear(x, w, b)); attention's `s = ...`), keepdim flags dropped
+    (torch.sum(x, -1, True) has sum_last's values and teacher kernel, only its output is
+    [rows, 1]), parentheses as ast writes them."""
+    function = ast.parse(source).body[0]
+    params = {arg.arg: f"in{position}" for position, arg in enumerate(function.args.args)}
+    locals_ = {}
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            locals_[statement.targets[0].id] = _Spelling(params, locals_).visit(statement.value)
+        elif isinstance(statement, ast.Return):
+            return ast.unparse(_Spelling(params, locals_).visit(statement.value))
+    return canonical(source)
 
 
 def suite_ops(suite_dir, split=None):
@@ -503,7 +541,7 @@ def main():
     if args.count <= 0:
         sys.exit("synth_ops: --count must be positive")
     rng = random.Random(args.seed)
-    forbidden = suite_sources(args.suite, "heldout")
+    forbidden = {value_key(op["source"]) for op in suite_ops(args.suite, "heldout")}
     # The held-out permutes' element orders: (3, (0, 2, 1)) and (3, (1, 0, 2)).
     forbidden_views = {view_order(op) for op in suite_ops(args.suite, "heldout")} - {None}
     if not forbidden:
@@ -525,7 +563,7 @@ def main():
         if args.input_names == "varied":
             op = rename_inputs(op, rng)
         key = canonical(op["source"])
-        if key in forbidden or view_order(op) in forbidden_views:
+        if value_key(op["source"]) in forbidden or view_order(op) in forbidden_views:
             leaked += 1
             continue
         if key in seen or key in excluded:
