@@ -39,14 +39,15 @@ matmul = load("call5_teacher_cuda_matmul.json")["ops"]
 # call 5's level-1 file merges the shard files its matmul run had written too: an op measured in
 # both runs (bmm, mm_transposed) appears twice; keep the matmul run's row (set below).
 level1 = list({r["name"]: r for r in load("call5_teacher_cuda_level1.json")["ops"] if r.get("level") == 1}.values())
-if os.path.exists(os.path.join(here, "call6_teacher_cuda_level1.json")):
-    level1 = replace_rows(level1, [r for r in load("call6_teacher_cuda_level1.json")["ops"] if r.get("level") == 1],
-                          "gpu_2026_11_29d call 6")
 rows = [r for r in cuda["ops"] if r.get("level") == 2] + level1
 cuda["ops"] = replace_rows(rows, matmul, "gpu_2026_11_29d call 5 (f4e96c1: tensor-core tiles)")
+# Call 6 (da5d12f): 12 ops re-timed after the broadcast float4 pointwise form (a33e4ac) and the
+# streaming last pass of block-per-row reductions (da5d12f).
+cuda["ops"] = replace_rows(cuda["ops"], load("call6_teacher_cuda_broadcast_stream.json")["ops"],
+                           "gpu_2026_11_29d call 6 (da5d12f: broadcast float4 pointwise, streaming row reductions)")
 cuda["merged_from"] = ["gpu_2026_11_29c/teacher_cuda.json (level 2)", "call5_teacher_cuda_level1.json (level 1)",
-                       "call6_teacher_cuda_level1.json (level 1, the ops call 5 did not reach)",
-                       "call5_teacher_cuda_matmul.json (18 level-2 and 8 level-1 matmul-class ops)"]
+                       "call5_teacher_cuda_matmul.json (18 level-2 and 8 level-1 matmul-class ops)",
+                       "call6_teacher_cuda_broadcast_stream.json (4 level-1 and 8 level-2 ops)"]
 json.dump(cuda, open(os.path.join(here, "teacher_cuda.json"), "w"), indent=1)
 
 ceiling = load("call1_copy_ceiling.json", previous)
