@@ -154,44 +154,29 @@ class StagedSlices {
                bool cuda)
       : threads_(threads), bk_(std::to_string(bk)), K_(ops.K), cuda_(cuda) {
     const std::string &M = ops.M, &K = ops.K, &N = ops.N;
-    const std::string a_base = ops.batched ? "bat * " + M + " * " + K + " + " : "";
-    const std::string b_base = ops.b_batched ? "bat * " + K + " * " + N + " + " : "";
-    Slice& a = slices_[0];
-    a.regs = "pa";
-    a.tile = "As";
-    a.vec = "vec_a";
-    if (!ops.trans_a) {
-      a.inner = {"kk", "ak", "kn", bk, K};
-      a.outer = {"mm", "am", "m0", bm, M};
-      a.at = [=](const std::string& ak) { return ops.a + "[" + a_base + "am * " + K + " + " + ak + "]"; };
-    } else {
-      a.inner = {"mm", "am", "m0", bm, M};
-      a.outer = {"kk", "ak", "kn", bk, K};
-      a.at = [=](const std::string& am) { return ops.a + "[" + a_base + "ak * " + M + " + " + am + "]"; };
-    }
-    a.cell = [a_kmajor](const std::string& mm, const std::string& kk) {
-      return a_kmajor ? "[" + kk + "][" + mm + "]" : "[" + mm + "][" + kk + "]";
+    // One operand: its m (or n) dim `mn` of size MN, its k dim; k_inner when it runs along k
+    // (a row-major A, a transposed B); shared k-major ([k][mn]) or not ([mn][k]).
+    auto operand = [&](Slice& sl, const std::string& letter, const std::string& buf, const std::string& base,
+                       const std::string& mn, const std::string& MN, const std::string& mn0, int mn_extent,
+                       bool k_inner, bool kmajor) {
+      sl.regs = "p" + letter;
+      sl.tile = letter == "a" ? "As" : "Bs";
+      sl.vec = "vec_" + letter;
+      const Dim k_dim{"kk", letter + "k", "kn", bk, K}, mn_dim{mn + mn, letter + mn, mn0, mn_extent, MN};
+      sl.inner = k_inner ? k_dim : mn_dim;
+      sl.outer = k_inner ? mn_dim : k_dim;
+      const std::string outer_g = sl.outer.global_idx, outer_stride = k_inner ? K : MN;
+      sl.at = [=](const std::string& inner_g) { return buf + "[" + base + outer_g + " * " + outer_stride + " + " + inner_g + "]"; };
+      sl.cell = [kmajor](const std::string& m, const std::string& k) {
+        return kmajor ? "[" + k + "][" + m + "]" : "[" + m + "][" + k + "]";
+      };
+      sl.cell_along_inner = kmajor != k_inner;
     };
-    a.cell_along_inner = a_kmajor == ops.trans_a;
-    Slice& b = slices_[1];
-    b.regs = "pb";
-    b.tile = "Bs";
-    b.vec = "vec_b";
-    if (ops.trans_b) {
-      b.inner = {"kk", "bk", "kn", bk, K};
-      b.outer = {"nn", "bn", "n0", bn, N};
-      b.at = [=](const std::string& bk_) { return ops.b + "[" + b_base + "bn * " + K + " + " + bk_ + "]"; };
-    } else {
-      b.inner = {"nn", "bn", "n0", bn, N};
-      b.outer = {"kk", "bk", "kn", bk, K};
-      b.at = [=](const std::string& bn_) { return ops.b + "[" + b_base + "bk * " + N + " + " + bn_ + "]"; };
-    }
-    // B's cell callback takes (n, k) in the order of A's (m, k).
-    b.cell = [b_kmajor](const std::string& nn, const std::string& kk) {
-      return b_kmajor ? "[" + kk + "][" + nn + "]" : "[" + nn + "][" + kk + "]";
-    };
-    b.cell_along_inner = b_kmajor != ops.trans_b;
-    for (Slice* sl : {&a, &b}) {
+    operand(slices_[0], "a", ops.a, ops.batched ? "bat * " + M + " * " + K + " + " : "", "m", M, "m0", bm,
+            !ops.trans_a, a_kmajor);
+    operand(slices_[1], "b", ops.b, ops.b_batched ? "bat * " + K + " * " + N + " + " : "", "n", N, "n0", bn,
+            ops.trans_b, b_kmajor);
+    for (Slice* sl : {&slices_[0], &slices_[1]}) {
       const int elements = sl->inner.extent * sl->outer.extent;
       sl->count = elements / threads;
       sl->runs = sl->inner.extent % 4 == 0 && elements % (4 * threads) == 0;
