@@ -293,14 +293,23 @@ class StagedSlices {
 
 // ---------------------------------------------------------- 2-D register tiles
 
-// The launch of a block-tiled matmul: a block of `threads` per bm x bn output tile, the
-// batch on the grid's third axis.
-void ProgramEmitter::block_tile_launch(Kernel& k, const MatmulOperands& ops, int bm, int bn, int threads) const {
+// The kernel of a block-tiled matmul and its operands, launched as a block of `threads` per
+// bm x bn output tile, the batch on the grid's third axis; false (err set) for a
+// matrix-vector product, which has its own form.
+bool ProgramEmitter::block_tile_kernel(const Stage& stage, const std::string& name, int bm, int bn, int threads,
+                                       Kernel& k, MatmulOperands& ops, std::string& err) {
+  k = kernel(name, buffer_of_.at(stage.root));
+  ops = matmul_operands(g_.nodes[stage.anchor], k);
+  if (ops.mv) {
+    err = "a matrix-vector product has its own form (line_group)";
+    return false;
+  }
   const Shape &a_eff = *ops.a_eff, &b_eff = *ops.b_eff;
   k.attributes = d_.work_group_attribute(threads, 1);
   k.grid = "cdiv(" + b_eff.back().expr() + ", " + std::to_string(bn) + "),cdiv(" + a_eff[a_eff.size() - 2].expr() +
            ", " + std::to_string(bm) + ")," + (ops.batched ? a_eff[0].expr() : "1");
   k.block = std::to_string(threads) + ",1,1";
+  return true;
 }
 
 // C[b, m, n] = sum_k A[b, m, k] * B[b, k, n], a block_m x block_n tile per block of
@@ -324,14 +333,10 @@ std::string ProgramEmitter::matmul_register_tiles(const Stage& stage, const std:
     err = "a register tile's block needs 32-1024 threads dividing its A and B slices";
     return "";
   }
-  Kernel k = kernel(name, buffer_of_.at(stage.root));
-  const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
-  if (ops.mv) {
-    err = "a matrix-vector product has its own form (line_group)";
-    return "";
-  }
+  Kernel k;
+  MatmulOperands ops;
+  if (!block_tile_kernel(stage, name, bm, bn, threads, k, ops, err)) return "";
   const std::string &M = ops.M, &N = ops.N;
-  block_tile_launch(k, ops, bm, bn, threads);
   std::string out_idx, result;
   const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "acc[i][j]");
   // A thread's i-th row / j-th column of the tile.
@@ -425,12 +430,9 @@ std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::s
     err = "a tensor-core tile's block needs at most 1024 threads dividing its A and B slices";
     return "";
   }
-  Kernel k = kernel(name, buffer_of_.at(stage.root));
-  const MatmulOperands ops = matmul_operands(g_.nodes[stage.anchor], k);
-  if (ops.mv) {
-    err = "a matrix-vector product has its own form (line_group)";
-    return "";
-  }
+  Kernel k;
+  MatmulOperands ops;
+  if (!block_tile_kernel(stage, name, bm, bn, threads, k, ops, err)) return "";
   // Shared tiles along each operand's contiguous dim: A [m][k] (row-major A) or [k][m]
   // (transposed), B [n][k] (transposed B, a linear's weight) or [k][n], rows padded by 4 or 8
   // floats (a fragment's 8 rows x 4 columns then fall in 32 different banks).
@@ -448,7 +450,6 @@ std::string ProgramEmitter::matmul_tensor_cores(const Stage& stage, const std::s
     return "";
   }
   const std::string &M = ops.M, &N = ops.N;
-  block_tile_launch(k, ops, bm, bn, threads);
   std::string out_idx, result;
   const std::string epilogue = tiled_epilogue(stage, k, M, N, out_idx, result, "acc[i][j][e]");
   const int mt = wm / 16, nt = wn / 16;

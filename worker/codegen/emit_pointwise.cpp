@@ -302,7 +302,9 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
     body << reindent(coord_lines, ind) << reindent(scalar_lines, ind) << ind << k.output_buffer << "[i] = " << result
          << ";\n";
   } else if (d_.cuda()) {
-    body << cuda_vector_body(stage, k, n, ind, need_coords ? coords : std::vector<std::string>{}, err);
+    // Where operands broadcast, the elements the vectors cannot take go through the scalar form.
+    const std::string element = coord_lines + scalar_lines + "    " + k.output_buffer + "[i] = " + result + ";\n";
+    body << cuda_vector_body(stage, k, n, ind, need_coords ? coords : std::vector<std::string>{}, element, err);
     if (!err.empty()) return "";
   } else {
     body << vector_body(make, stage.root, coords, vec, n, ind, k.output_buffer);
@@ -319,10 +321,11 @@ std::string ProgramEmitter::pointwise(const Stage& stage, const std::string& nam
 // the output coordinates) the lanes share every coordinate but the last when the last dim is a
 // multiple of vec (checked at run time, else the elements go one at a time): an operand that
 // runs along the last dim (a bias of the row's length) is one 16-byte load at the first lane's
-// offset, one constant along it (a per-row scale, [rows, 1]) one scalar load for all lanes.
+// offset, one constant along it (a per-row scale, [rows, 1]) one scalar load for all lanes;
+// `element` (the kernel's scalar form, computing and storing element i) takes the others.
 std::string ProgramEmitter::cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n,
                                              const std::string& ind, const std::vector<std::string>& coords,
-                                             std::string& err) {
+                                             const std::string& element, std::string& err) {
   const int vec = s_.vector_width;
   if (vec % 4 != 0) {
     err = "cuda vector_width must be 4 or 8";
@@ -402,12 +405,7 @@ std::string ProgramEmitter::cuda_vector_body(const Stage& stage, Kernel& k, cons
        << "the last n % " << vec << " elements: one at a time\n";
   body << ind << "  for (int j = i; j < i + " << vec << " && j < " << n << "; ++j) {\n";
   if (broadcast) {
-    // The scalar form at flat index i = j, its coordinates taken apart from it.
-    bool need = false, contiguous = true;
-    ExprEmitter tail = element_emitter(stage, k, coords, 1, &counter, need, contiguous);
-    const std::string tresult = tail.value(stage.root, coords);
-    body << ind << "    const int i = j;\n" << reindent(coordinate_lines(k, out_shape, coords), ind + "    ")
-         << tail.take_lines(ind + "    ") << ind << "    " << k.output_buffer << "[i] = " << tresult << ";\n";
+    body << ind << "    const int i = j;\n" << reindent(element, ind + "    ");  // the scalar form at i = j
   } else {
     ExprEmitter tail = expr(1, &counter);
     tail.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };

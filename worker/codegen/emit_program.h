@@ -137,7 +137,8 @@ class ProgramEmitter : public StageBuffers {
   // emit_pointwise.cpp
   std::string pointwise(const Stage& stage, const std::string& name, std::string& err);
   std::string cuda_vector_body(const Stage& stage, Kernel& k, const std::string& n, const std::string& ind,
-                               const std::vector<std::string>& coords, std::string& err);
+                               const std::vector<std::string>& coords, const std::string& element,
+                               std::string& err);
   std::string scan(const Stage& stage, const std::string& name, std::string& err);
   std::string arg_reduce(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter element_emitter(const Stage& stage, Kernel& k, const std::vector<std::string>& coords, int vec,
@@ -176,7 +177,8 @@ class ProgramEmitter : public StageBuffers {
   std::string matvec_rows(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_register_tiles(const Stage& stage, const std::string& name, std::string& err);
   std::string matmul_tensor_cores(const Stage& stage, const std::string& name, std::string& err);
-  void block_tile_launch(Kernel& k, const MatmulOperands& ops, int bm, int bn, int threads) const;
+  bool block_tile_kernel(const Stage& stage, const std::string& name, int bm, int bn, int threads, Kernel& k,
+                         MatmulOperands& ops, std::string& err);
   std::string matmul_registers(const Stage& stage, const std::string& name, std::string& err);
   ExprEmitter register_epilogue(int width, const Stage& stage, Kernel& k, int* counter, std::string& err);
   std::string registers_plain_b(const Stage& stage, Kernel& k, const MatmulOperands& ops, const RegisterBlock& blk,
