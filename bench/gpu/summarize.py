@@ -34,6 +34,16 @@ def geomean(values):
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+def replace_rows(base, new_rows, why):
+    """base's teacher rows with those of the same (level, name) replaced by new_rows, each marked
+    with `source` = why; rows only in new_rows are added. Used by the results folders' merge.py."""
+    key = lambda r: (r.get("level"), r.get("name"))  # noqa: E731
+    new = {key(r): dict(r, source=why) for r in new_rows}
+    rows = [new.pop(key(r), r) for r in base]
+    rows += new.values()
+    return sorted(rows, key=key)
+
+
 def teacher_summary(folder, copy_ceiling_gbps):
     """teacher.level1/level2 per target from kforge-codegen bench's files, the memory-bound
     level-2 ops' share of the copy ceiling and the slowest matmul op against eager."""

@@ -12,20 +12,11 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 results = os.path.dirname(here)
 sys.path.insert(0, os.path.join(results, "..", "gpu"))
-from summarize import teacher_summary  # noqa: E402
+from summarize import replace_rows, teacher_summary  # noqa: E402
 
 
 def load(name, folder=here):
     return json.load(open(os.path.join(folder, name)))
-
-
-def replace_rows(base, new_rows, why):
-    """base's rows with those of the same (level, name) replaced by new_rows (marked)."""
-    key = lambda r: (r.get("level"), r.get("name"))  # noqa: E731
-    new = {key(r): dict(r, source=why) for r in new_rows}
-    rows = [new.pop(key(r), r) for r in base]
-    rows += new.values()
-    return sorted(rows, key=key)
 
 
 previous = os.path.join(results, "gpu_2026_11_29c")
