@@ -87,6 +87,12 @@ struct Schedule {
   //! of the block_m x block_n block tile with WMMA m16n16k8 TF32 products, three per fp32
   //! product (dot_x3 must be 1: the baselines run fp32 with TF32 off); 0 = CUDA cores
   int warp_m = 0, warp_n = 0;
+  //! cuda row reductions along the last dim by a block (reduce group): > 0 = each thread keeps up
+  //! to this many elements of its row in registers, read once from memory, and every pass over
+  //! the row (softmax's max, sum and store) reads them there; rows longer than work_group x
+  //! row_regs take the passes over memory (a runtime check in the kernel). 0 = every pass reads
+  //! the row from memory
+  int row_regs = 0;
 
   //! Short stable label, e.g. "wg256.ept1.vec4" or "ts16.wpt4.u4"; Triton knobs appended when not default.
   std::string label() const;

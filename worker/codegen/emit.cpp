@@ -197,6 +197,7 @@ std::string Schedule::label() const {
   if (reg_m != defaults.reg_m || reg_n != defaults.reg_n) s += ".rt" + std::to_string(reg_m) + "x" + std::to_string(reg_n);
   if (warp_m != defaults.warp_m || warp_n != defaults.warp_n)
     s += ".tc" + std::to_string(warp_m) + "x" + std::to_string(warp_n);
+  if (row_regs != defaults.row_regs) s += ".rr" + std::to_string(row_regs);
   return s;
 }
 

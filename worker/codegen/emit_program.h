@@ -129,6 +129,9 @@ class ProgramEmitter : public StageBuffers {
   Dialect d_;
   std::vector<std::string> scratch_;       // kforge-scratch lines
   bool stream_loads_ = false;              // row emitters: full-pattern loads as __ldcs (cuda)
+  // Row emitters of a row held in registers (Schedule::row_regs): full-pattern loads read
+  // `<buffer>_row[j]`, and the buffers they name are listed here for the kernel to load.
+  std::vector<std::string>* row_cache_ = nullptr;
 
   std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords);
   Kernel kernel(const std::string& name, const std::string& output) const;
@@ -160,12 +163,16 @@ class ProgramEmitter : public StageBuffers {
                                ExprEmitter& ev, bool stream_last = false);
   std::string row_store(const Stage& stage, const RowLayout& layout, Kernel& k, PatternMap& patterns, ExprEmitter& e,
                         ExprEmitter& ev);
+  std::string rows_in_registers(const Stage& stage, RowLayout layout, Kernel& k, PatternMap& patterns,
+                                const std::vector<int>& reduces);
   std::string column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns, const std::vector<int>& reduces,
                              const std::string& len, const std::string& inner, const std::string& groups,
                              std::string& err);
   std::string reduce_full(const Stage& stage, const std::string& name, std::string& err);
   Kernel full_partial_kernel(const Stage& stage, int reduce_id, const std::string& name, const std::string& partial,
                              int* counter, std::string& err);
+  std::string full_partial_float4(const Stage& stage, const Node& red, Kernel& k1, const std::string& n,
+                                  const std::vector<std::string>& coords, int* counter, std::string& err);
   Kernel full_final_kernel(const Stage& stage, int reduce_id, const std::string& name, const std::string& partial,
                            const std::string& attributes, int* counter);
 

@@ -46,6 +46,10 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   }
   RowLayout layout;
   if (!row_layout(stage, k, layout, err)) return "";
+  if (s_.row_regs > 0 && !(d_.cuda() && layout.group && layout.last && s_.split_r == 1)) {
+    err = "row_regs (a row held in registers) applies to cuda row reductions along the last dim by a block";
+    return "";
+  }
   PatternMap patterns{g_, stage, [&](int id) { return is_buffer_leaf(id, stage.root); }, {}, ""};
   int counter = 0;
   ExprEmitter e = row_emitter(1, stage, layout, k, patterns, &counter);
@@ -69,7 +73,7 @@ std::string ProgramEmitter::reduce_rows(const Stage& stage, const std::string& n
   stream_loads_ = stream && store_along_row;
   body += row_store(stage, layout, k, patterns, e, ev);
   stream_loads_ = false;
-  k.body = header + body;
+  k.body = header + (s_.row_regs > 0 ? rows_in_registers(stage, layout, k, patterns, reduces) : "") + body;
   if (layout.columns) {
     std::string vector_part = column_vectors(stage, k, patterns, reduces, layout.len, layout.inner, layout.groups, err);
     if (!err.empty()) return "";
@@ -222,6 +226,10 @@ ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const Row
       case Pattern::lane: return width > 1 ? vload + layout.lane_idx + ")" : buf + "[" + layout.lane_idx + "]";
       case Pattern::group: return buf + "[" + layout.group_idx + "]";
       case Pattern::full:
+        if (row_cache_) {
+          if (std::find(row_cache_->begin(), row_cache_->end(), buf) == row_cache_->end()) row_cache_->push_back(buf);
+          return buf + "_row[j]";
+        }
         if (width > 1) return vload + layout.full_idx + ")";
         return stream_loads_ ? "__ldcs(&" + buf + "[" + layout.full_idx + "])" : buf + "[" + layout.full_idx + "]";
     }
@@ -348,6 +356,38 @@ std::string ProgramEmitter::row_store(const Stage& stage, const RowLayout& layou
   return body.str();
 }
 
+// CUDA, a block per row along the last dim with Schedule::row_regs: when the row fits in the
+// block's registers (len <= work_group x row_regs), each thread loads its elements (col = lid,
+// lid + wg, ...) of every operand read along the row once, streaming (__ldcs: the only read),
+// and every pass (each reduction, then the store) reads them from registers; the loops over
+// j unroll fully, so `x_row[j]` stays a register. Longer rows skip this block and take the
+// passes over memory that follow it. Triton's whole-row schedules hold the row the same way.
+std::string ProgramEmitter::rows_in_registers(const Stage& stage, RowLayout layout, Kernel& k, PatternMap& patterns,
+                                              const std::vector<int>& reduces) {
+  const std::string regs = std::to_string(s_.row_regs), wg = std::to_string(s_.work_group);
+  const std::string walk = "for (int j = 0, col = lid; j < " + regs + "; ++j, col += " + wg + ")";
+  // A constant trip count, so the loop unrolls and j is a constant in every copy.
+  layout.loop = "#pragma unroll\n  " + walk + " if (col < " + layout.len + ")";
+  std::vector<std::string> cached;
+  int counter = 0;  // the block is its own scope
+  ExprEmitter e = row_emitter(1, stage, layout, k, patterns, &counter);
+  ExprEmitter ev = row_emitter(1, stage, layout, k, patterns, &counter);
+  row_cache_ = &cached;
+  std::string passes = row_accumulators(layout, reduces, e, ev);
+  passes += row_store(stage, layout, k, patterns, e, ev);
+  row_cache_ = nullptr;
+  std::ostringstream body;
+  body << "  if (" << layout.len << " <= " << wg << " * " << regs << ") {\n";
+  body << "    // the row in registers: up to " << regs << " elements a thread, read once\n";
+  for (const std::string& buf : cached) {
+    body << "    float " << buf << "_row[" << regs << "];\n";
+    body << "    #pragma unroll\n    " << walk << "\n      " << buf << "_row[j] = col < " << layout.len
+         << " ? __ldcs(&" << buf << "[base + col]) : 0.0f;\n";
+  }
+  body << indent_more(passes, "  ") << "    return;\n  }\n";
+  return body.str();
+}
+
 // Column mode of reduce_rows: work-item q handles outputs q0 .. q0+vec-1, which are
 // adjacent along the inner dims, so every load along the reduced dim is one floatN.
 std::string ProgramEmitter::column_vectors(const Stage& stage, Kernel& k, PatternMap& patterns,
@@ -456,13 +496,56 @@ Kernel ProgramEmitter::full_partial_kernel(const Stage& stage, int reduce_id, co
   b1 << "  // pass 1 of 2: each of the " << parts << " work-groups reduces a grid-stride slice\n";
   b1 << "  " << d_.shared() << " float red[" << wg << "];\n  const int lid = " << d_.local_id(0) << ";\n";
   b1 << "  float acc = " << reduce_init(red.op, d_.target) << ";\n";
+  std::string start = d_.global_id(0);
+  if (d_.cuda() && s_.vector_width > 1) {
+    if (s_.vector_width != 4 || need_coords) {
+      err = "cuda full reductions read float4 (vector_width 4) when every operand is read in the reduced tensor's order";
+      return k1;
+    }
+    b1 << full_partial_float4(stage, red, k1, n, coords, counter, err);
+    if (!err.empty()) return k1;
+    start = "(" + n + " / 4) * 4 + " + start;  // the last n % 4 elements
+  }
   b1 << unroll_pragma(s_.unroll, "  ");
-  b1 << "  for (int i = " << d_.global_id(0) << "; i < " << n << "; i += " << d_.global_size(0) << ") {\n" << lines;
+  b1 << "  for (int i = " << start << "; i < " << n << "; i += " << d_.global_size(0) << ") {\n" << lines;
   b1 << "    acc = " << combine_code(red.op, "acc", v, d_.target) << ";\n  }\n";
   b1 << group_reduce("acc", red.op, wg, "  ", d_);
   b1 << "  if (lid == 0) " << partial << "[" << d_.group_id(0) << "] = acc;\n";
   k1.body = b1.str();
   return k1;
+}
+
+// CUDA, vector_width 4: the grid-stride loop of pass 1 over float4s, each operand (all read in
+// the reduced tensor's order) one 16-byte load a step (buffers are 256-byte aligned), the four
+// lanes combined in turn; the scalar loop after it takes the last n % 4 elements.
+std::string ProgramEmitter::full_partial_float4(const Stage& stage, const Node& red, Kernel& k1, const std::string& n,
+                                                const std::vector<std::string>& coords, int* counter,
+                                                std::string& err) {
+  std::ostringstream loads, lanes;
+  std::vector<std::string> loaded;
+  for (int lane = 0; lane < 4; ++lane) {
+    ExprEmitter e = expr(1, counter);
+    e.is_leaf = [&](int id) { return is_buffer_leaf(id, stage.root); };
+    e.on_view = [&] { err = "cuda float4 full reductions read no operand through a view"; };
+    e.load = [&, lane](int id, const std::vector<std::string>&) -> std::string {
+      const Node& leaf = g_.nodes[id];
+      const std::string buf = k1.buffer(buffer_name(id));
+      if (numel_value(leaf.shape) == 1) return buf + "[0]";
+      if (!leaf.int_type.empty()) err = "cuda float4 full reductions read float operands";
+      if (std::find(loaded.begin(), loaded.end(), buf) == loaded.end()) {
+        loaded.push_back(buf);
+        loads << "    const float4 r_" << buf << " = reinterpret_cast<const float4*>(" << buf << ")[i4];\n";
+      }
+      return "r_" + buf + "." + "xyzw"[lane];
+    };
+    const std::string v = e.value(red.args[0], coords);
+    lanes << e.take_lines("    ") << "    acc = " << combine_code(red.op, "acc", v, d_.target) << ";\n";
+  }
+  std::ostringstream body;
+  body << unroll_pragma(s_.unroll, "  ");
+  body << "  for (int i4 = " << d_.global_id(0) << "; i4 < " << n << " / 4; i4 += " << d_.global_size(0) << ") {\n"
+       << loads.str() << lanes.str() << "  }\n";
+  return body.str();
 }
 
 // Pass 2: one work-group combines the partial results and applies the epilogue.

@@ -186,6 +186,20 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
           s.split_r = kinds.split_items;
           variants.push_back(s);
         }
+      // A block per row along the last dim holding the row in registers (row_regs, the
+      // fewest a thread that hold the longest row, up to 16), read once; then the same blocks
+      // passing over the row in memory (rows too long for registers).
+      if (kinds.last_dim)
+        for (int wg : {256, 128, 512}) {
+          int regs = 1;
+          while (int64_t{regs} * wg < kinds.max_row) regs *= 2;
+          if (regs > 16) continue;
+          Schedule s = base;
+          s.reduce = ReduceStrategy::group;
+          s.work_group = wg;
+          s.row_regs = regs;
+          variants.push_back(s);
+        }
       for (int wg : {256, 512, 128, 1024}) {
         Schedule s = base;
         s.reduce = ReduceStrategy::group;
@@ -200,10 +214,17 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
         variants.push_back(s);
       }
     } else if (kinds.full) {
-      for (auto [wg, parts] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {256, 64}, {1024, 132}}) {
+      // float4 loads (unrolled 4 and not) where every operand is read in order (the emitter
+      // refuses others), placed so `--max-schedules 3` (0, n/3, 2n/3) tries both float4 forms
+      // and the scalar 512 x 512 (the H200's fastest scalar form of mse_loss, 2026-11-29).
+      for (auto [wg, parts, vec, u] : std::vector<std::tuple<int, int, int, int>>{
+               {256, 256, 4, 4}, {256, 256, 1, 1}, {512, 512, 1, 1}, {256, 64, 1, 1}, {512, 512, 4, 1},
+               {1024, 132, 1, 1}}) {
         Schedule s = base;
         s.work_group = wg;
         s.partials = parts;
+        s.vector_width = vec;
+        s.unroll = u;
         variants.push_back(s);
       }
     } else if (kinds.pointwise) {

@@ -29,7 +29,7 @@ using harness::testing::have_nvidia_gpu;
 // One op: a Checker (GPU reference, sandboxes) and the first schedule's program checked;
 // "" when correct on the GPU, else what went wrong.
 std::string check_op_on_gpu(const char* name, const spec::OpSpec& spec, const std::string& target,
-                            codegen::Target language) {
+                            codegen::Target language, const codegen::Schedule* schedule = nullptr) {
   harness::CheckOptions options = harness::testing::fast_options();
   options.target = target;
   options.device = "";  // CUDA device 0
@@ -44,11 +44,12 @@ std::string check_op_on_gpu(const char* name, const spec::OpSpec& spec, const st
   std::string error;
   auto checker = harness::Checker::create(spec, options, error);
   if (!checker) return std::string(name) + " " + target + ": " + error;
-  auto gen = codegen::emit_program(analysis, space[0], language);
+  const codegen::Schedule& chosen = schedule ? *schedule : space[0];
+  auto gen = codegen::emit_program(analysis, chosen, language);
   if (!gen.ok()) return std::string(name) + ": " + gen.unsupported;
   auto result = checker->check(gen.program);
   if (result.outcome != harness::Outcome::correct)
-    return std::string(name) + " " + target + " " + space[0].label() + ": " + result.message + "\n" + gen.program;
+    return std::string(name) + " " + target + " " + chosen.label() + ": " + result.message + "\n" + gen.program;
   if (!result.environment.gpu) return std::string(name) + " " + target + ": not checked on a GPU";
   return "";
 }
@@ -141,4 +142,17 @@ TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInCuda) {
 
 TEST(CodegenGpu, KernelBenchLoweringsAreCorrectOnTheGpuInTriton) {
   check_ops_on_gpu_or_skip("triton", kKernelBenchOps, kforge::testing::kernelbench_op);
+}
+
+// A row held in registers only where it fits (Schedule::row_regs): 256 threads of 4 hold 1024
+// elements, so the main shapes' rows of 2048 take the passes over memory after the kernel's
+// check, and the extra shapes' rows of 777 and 33 the registers (777: the last of a thread's
+// four slots past the row's end for most threads). Both paths must be correct.
+TEST(CodegenGpu, CudaRowsHeldInRegistersAndLongerRowsBothCorrect) {
+  std::string why;
+  if (!have_nvidia_gpu(why)) GTEST_SKIP() << "no NVIDIA GPU: " << why;
+  codegen::Schedule held;  // a block of 256 per row
+  held.row_regs = 4;
+  for (const char* name : {"softmax_last", "layer_norm"})
+    EXPECT_EQ(check_op_on_gpu(name, kforge::testing::suite_op(name), "cuda", codegen::Target::cuda, &held), "") << name;
 }

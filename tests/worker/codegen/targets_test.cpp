@@ -295,3 +295,69 @@ TEST(CodegenTargets, CudaRowReductionsStreamTheirLastPass) {
   EXPECT_EQ(count(cuda_dot.program, "__ldcs("), 2u) << cuda_dot.program;
   EXPECT_EQ(count(codegen::emit_program(dot, rows, codegen::Target::opencl).program, "__ldcs"), 0u);
 }
+
+TEST(CodegenTargets, CudaFullReductionsReadFloat4WhereOperandsAreInOrder) {
+  const auto mse = codegen::analyze(kforge::testing::suite_op("mse_loss"));
+  auto space = codegen::schedule_space(mse, codegen::Target::cuda);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space[0].vector_width, 4) << space[0].label();
+  auto program = codegen::emit_program(mse, space[0], codegen::Target::cuda);
+  ASSERT_TRUE(program.ok()) << program.unsupported;
+  const std::string& text = program.program;
+  for (const char* buffer : {"x", "y"})
+    EXPECT_NE(text.find(std::string("reinterpret_cast<const float4*>(") + buffer + ")[i4]"), std::string::npos)
+        << buffer << "\n" << text;
+  EXPECT_NE(text.find(" / 4) * 4 + "), std::string::npos) << "a scalar loop takes the last n % 4\n" << text;
+  // An operand broadcast over the reduced tensor (y along the last dim) is read through
+  // coordinates: no float4 form, and the space keeps the scalar one.
+  spec::OpSpec broadcast = kforge::testing::suite_op("mse_loss");
+  broadcast.inputs.at(1).shape = {broadcast.inputs.at(0).shape.back()};
+  broadcast.extra_shapes.clear();
+  const auto row_bias = codegen::analyze(broadcast);
+  ASSERT_TRUE(row_bias.ok()) << row_bias.unsupported;
+  codegen::Schedule vec4;
+  vec4.vector_width = 4;
+  auto refused = codegen::emit_program(row_bias, vec4, codegen::Target::cuda);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.unsupported.find("float4"), std::string::npos) << refused.unsupported;
+  auto scalar_space = codegen::schedule_space(row_bias, codegen::Target::cuda);
+  ASSERT_FALSE(scalar_space.empty());
+  EXPECT_EQ(scalar_space[0].vector_width, 1) << scalar_space[0].label();
+}
+
+TEST(CodegenTargets, CudaRowReductionsHoldARowThatFitsInRegisters) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const auto softmax = codegen::analyze(kforge::testing::suite_op("softmax_temperature"));  // rows of 2048
+  auto space = codegen::schedule_space(softmax, codegen::Target::cuda);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space[0].row_regs, 8) << "2048 elements over 256 threads first: " << space[0].label();
+  EXPECT_EQ(space[0].work_group, 256);
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const codegen::Schedule& s) { return s.row_regs == 0; }))
+      << "the passes over memory stay in the space";
+  auto program = codegen::emit_program(softmax, space[0], codegen::Target::cuda);
+  ASSERT_TRUE(program.ok()) << program.unsupported;
+  const std::string& text = program.program;
+  EXPECT_EQ(count(text, "float x_row[8];"), 1u) << text;
+  EXPECT_EQ(count(text, "x_row[j] = col < "), 1u) << "one load of the row\n" << text;
+  EXPECT_EQ(count(text, "= x_row[j];"), 3u) << "the max, sum and store passes read registers\n" << text;
+  EXPECT_EQ(count(text, "<= 256 * 8) {"), 1u) << "a runtime check sends longer rows to the passes over memory\n" << text;
+  EXPECT_EQ(count(text, "= x[base + col]"), 2u) << "the passes over memory remain for longer rows\n" << text;
+  // Rows with an operand along the row (layer norm's weight and bias) read it from memory in
+  // the registers' loop; only the row itself is held.
+  const auto norm = codegen::analyze(kforge::testing::suite_op("layer_norm"));
+  codegen::Schedule held;
+  held.row_regs = 4;
+  auto norm_program = codegen::emit_program(norm, held, codegen::Target::cuda);
+  ASSERT_TRUE(norm_program.ok()) << norm_program.unsupported;
+  EXPECT_EQ(count(norm_program.program, "_row[4];"), 1u) << norm_program.program;
+  // Only CUDA blocks per row along the last dim hold a row.
+  auto opencl = codegen::emit_program(norm, held, codegen::Target::opencl);
+  EXPECT_FALSE(opencl.ok());
+  EXPECT_NE(opencl.unsupported.find("row_regs"), std::string::npos) << opencl.unsupported;
+  held.reduce = codegen::ReduceStrategy::item;
+  EXPECT_FALSE(codegen::emit_program(norm, held, codegen::Target::cuda).ok());
+}
