@@ -109,6 +109,7 @@ class ExprEmitter {
   std::string unary_triton(const Node& node, const std::string& a);
   std::string binary_triton(const Node& node, const std::string& a, const std::string& b, bool& boolean);
   std::string helper_value(const std::string& expr, const std::string& c_type = "");
+  std::string outer_reciprocal(const std::string& b);
   std::string fast_erf(const std::string& a);
   std::string fast_tanh(const std::string& a);
 };

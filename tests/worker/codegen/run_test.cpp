@@ -252,7 +252,9 @@ TEST(CodegenRun, RegisterTiledMatmulsOfTheCudaSpaceAreCorrectInTheirOpenclForm) 
       const std::string tile = std::to_string(schedule.block_m) + "x" + std::to_string(schedule.block_n) + "/" +
                                std::to_string(schedule.reg_m) + "x" + std::to_string(schedule.reg_n);
       if (!tiles.insert(tile).second) continue;
-      expect_correct_in_opencl_form(name, spec, analysis, schedule);
+      codegen::Schedule tiled = schedule;
+      tiled.row_regs = 0;  // attention's softmax: a row held in registers is CUDA's alone
+      expect_correct_in_opencl_form(name, spec, analysis, tiled);
     }
     EXPECT_EQ(tiles.size(), 3u) << name << ": the cuda space should hold three register-tile shapes";
   }

@@ -325,6 +325,28 @@ TEST(CodegenTargets, CudaFullReductionsReadFloat4WhereOperandsAreInOrder) {
   EXPECT_EQ(scalar_space[0].vector_width, 1) << scalar_space[0].label();
 }
 
+TEST(CodegenTargets, CudaDividesByALiteralOrARowValueThroughItsReciprocal) {
+  const auto softmax = codegen::analyze(kforge::testing::suite_op("softmax_temperature"));  // softmax(x / 0.7)
+  codegen::Schedule rows;  // a block per row, passes over memory
+  auto cuda = codegen::emit_program(softmax, rows, codegen::Target::cuda);
+  ASSERT_TRUE(cuda.ok()) << cuda.unsupported;
+  EXPECT_EQ(cuda.program.find(" / 0.7f"), std::string::npos) << cuda.program;
+  EXPECT_NE(cuda.program.find(" * 1.42857143f"), std::string::npos) << cuda.program;
+  // The row's sum: one reciprocal before the store loop, a product per element.
+  const size_t reciprocal = cuda.program.find("= 1.0f / acc1;");
+  ASSERT_NE(reciprocal, std::string::npos) << cuda.program;
+  EXPECT_LT(reciprocal, cuda.program.rfind("for (int col = lid;")) << cuda.program;
+  // OpenCL keeps its divisions (PoCL's numbers stay as they were).
+  auto opencl = codegen::emit_program(softmax, rows, codegen::Target::opencl);
+  ASSERT_TRUE(opencl.ok()) << opencl.unsupported;
+  EXPECT_NE(opencl.program.find(" / 0.7f"), std::string::npos) << opencl.program;
+  // A divisor that varies along the row stays a division (softsign: x / (1 + |x|)).
+  auto softsign = codegen::emit_program(codegen::analyze(kforge::testing::suite_op("softsign")), codegen::Schedule{},
+                                        codegen::Target::cuda);
+  ASSERT_TRUE(softsign.ok()) << softsign.unsupported;
+  EXPECT_NE(softsign.program.find(" / "), std::string::npos) << softsign.program;
+}
+
 TEST(CodegenTargets, CudaRowReductionsHoldARowThatFitsInRegisters) {
   auto count = [](const std::string& text, const std::string& what) {
     size_t n = 0;
