@@ -214,11 +214,13 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
         variants.push_back(s);
       }
     } else if (kinds.full) {
-      // float4 loads (unrolled 4 and not) where every operand is read in order (the emitter
-      // refuses others), placed so `--max-schedules 3` (0, n/3, 2n/3) tries both float4 forms
-      // and the scalar 512 x 512 (the H200's fastest scalar form of mse_loss, 2026-11-29).
+      // float4 loads where every operand is read in order (the emitter refuses others), with
+      // as many threads as the scalar 512 x 512: on the H200 (gpu_2026_11_29e call 1) mse_loss
+      // over 2 x 32 MB took 27.9 us so, 34.6 us scalar, 35.6 us as 256 x 256 float4s unrolled 4
+      // (a quarter of the threads). Placed so `--max-schedules 3` (0, n/3, 2n/3) tries both
+      // float4 forms and the scalar 512 x 512.
       for (auto [wg, parts, vec, u] : std::vector<std::tuple<int, int, int, int>>{
-               {256, 256, 4, 4}, {256, 256, 1, 1}, {512, 512, 1, 1}, {256, 64, 1, 1}, {512, 512, 4, 1},
+               {512, 512, 4, 1}, {256, 256, 1, 1}, {512, 512, 1, 1}, {256, 64, 1, 1}, {256, 1024, 4, 1},
                {1024, 132, 1, 1}}) {
         Schedule s = base;
         s.work_group = wg;
