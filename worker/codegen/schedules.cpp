@@ -178,14 +178,11 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
     if (kinds.rows) {
       // Few outputs over a long reduced dim (another than the last): a thread per output and
       // slice first, then a kernel combining the slices (the emitter refuses other regions).
-      // Unrolled 4 first: a thread's loads down its slice are independent, and one in flight
-      // at a time left mean_gelu_dim0 at 0.55x torch.compile on the H200 (2026-11-29).
       if (kinds.split_items > 1 && !kinds.last_dim)
-        for (auto [wg, u] : std::vector<std::pair<int, int>>{{256, 4}, {128, 4}, {256, 1}, {128, 1}}) {
+        for (int wg : {256, 128}) {
           Schedule s = base;
           s.reduce = ReduceStrategy::item;
           s.work_group = wg;
-          s.unroll = std::max(u, base.unroll);
           s.split_r = kinds.split_items;
           variants.push_back(s);
         }
