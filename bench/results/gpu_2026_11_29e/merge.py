@@ -34,6 +34,7 @@ calls = [
     # op's best was a schedule both commits have (unroll 1), the other ops' programs are the same.
     ("call3_teacher_cuda_dim0.json", "gpu_2026_11_29e call 3 (f22d9b9: split reductions unrolled 4, reverted)"),
     ("call3_teacher_cuda_level2_rest.json", "gpu_2026_11_29e call 3 (f22d9b9), the level-2 ops calls 1-2 did not reach"),
+    ("call4_teacher_cuda_dim0.json", "gpu_2026_11_29e call 4 (3b07d1c: twice the slices), the first 3 schedules"),
 ]
 cuda = load("teacher_cuda.json", previous)
 for name, why in calls:
@@ -57,14 +58,14 @@ teacher["level2"]["command"] = (
     "export CALL_END=$(( $(date +%s) + 565 )); bash bench/gpu/run_device.sh prebuilt; OUT=$OUT/t "
     "TEACHER_TARGETS=<target> TEACHER_FILTER=level2/ TEACHER_SHARDS=4 TEACHER_ARGS='--max-schedules 3 --trials 3 "
     "--time-budget 0.5' bash bench/gpu/run_device.sh teacher summarize; triton: gpu_2026_11_29c; cuda: "
-    f"{len(this_session)} of 62 ops timed at bfac700..f22d9b9 (bench/results/gpu_2026_11_29e/README.md)")
+    f"{len(this_session)} of 62 ops timed at bfac700..3b07d1c (bench/results/gpu_2026_11_29e/README.md)")
 teacher["level1"]["device"]["cuda"] = (
     f"NVIDIA H200, 2026-11-29: {len(level1_rows)} of 85 ops (gpu_2026_11_29d calls 5-6, gpu_2026_11_29e calls 1-2)")
 teacher["level1"]["command"]["cuda"] = (
     "OUT=$OUT/l1 TEACHER_TARGETS=cuda TEACHER_SHARDS=4 TEACHER_FILTER=level1/ TEACHER_ARGS='--max-schedules 3 --trials 3 "
     "--time-budget 0.5' bash bench/gpu/run_device.sh teacher (gpu_2026_11_29d call 5, f4e96c1), the ops it did not "
     "reach and those the later commits change re-timed with the same arguments and their filters "
-    "(gpu_2026_11_29e calls 1-3, bench/results/gpu_2026_11_29e/README.md)")
+    "(gpu_2026_11_29e calls 1-4, bench/results/gpu_2026_11_29e/README.md)")
 teacher["level2"]["notes"] = (
     "complete: all 62 level-2 ops in both targets, every one correct; each op's best of the first 3 schedules spread "
     "over its space, side by side with CUDA eager and torch.compile in one check (cuda: the 4 ops with a matmul and "
