@@ -44,6 +44,25 @@ def replace_rows(base, new_rows, why):
     return sorted(rows, key=key)
 
 
+def set_target_teacher(teacher, target, rows, summary, ceiling):
+    """Writes one target's entries of gpu.json's `teacher` from its merged rows: the per-level
+    keys of teacher_summary's `summary`, the slowest matmul-class row against eager and the
+    memory-bound level-2 median against `ceiling` (copy_ceiling.py's file). Used by the results
+    folders' merge.py."""
+    for level in ("level1", "level2"):
+        for key, per_target in summary.get(level, {}).items():
+            if target in per_target:
+                teacher[level].setdefault(key, {})[target] = per_target[target]
+    correct = [r for r in rows if r.get("outcome") == "correct"]
+    low = min((r for r in correct if "gflops" in r), key=lambda r: r["speedup_vs_eager"])
+    teacher["matmul_vs_eager_min"][target] = low["speedup_vs_eager"]
+    teacher["matmul_vs_eager_min_op"][target] = f"level{low['level']}/{low['name']}"
+    fused = statistics.median(r["gbps"] for r in correct if r.get("level") == 2 and "gflops" not in r)
+    teacher["memory_bound_gbps_median"][target] = fused
+    teacher["memory_bound_copy_fraction_median"][target] = fused / ceiling["copy_ceiling_gbps"]
+    teacher["memory_bound_copy_32mib_fraction_median"][target] = fused / ceiling["copy_32mib_gbps"]
+
+
 def teacher_summary(folder, copy_ceiling_gbps):
     """teacher.level1/level2 per target from kforge-codegen bench's files, the memory-bound
     level-2 ops' share of the copy ceiling and the slowest matmul op against eager."""

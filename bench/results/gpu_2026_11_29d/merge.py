@@ -6,13 +6,12 @@ from them (README.md here says what each call measured). Run from the repository
 import json
 import os
 import shutil
-import statistics
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 results = os.path.dirname(here)
 sys.path.insert(0, os.path.join(results, "..", "gpu"))
-from summarize import replace_rows, teacher_summary  # noqa: E402
+from summarize import replace_rows, set_target_teacher, teacher_summary  # noqa: E402
 
 
 def load(name, folder=here):
@@ -47,10 +46,7 @@ gpu_path = os.path.join(results, "gpu.json")
 gpu = json.load(open(gpu_path))
 teacher = gpu["teacher"]
 level1_rows = [r for r in cuda["ops"] if r.get("level") == 1]
-for level in ("level1", "level2"):
-    for key, per_target in summary.get(level, {}).items():
-        if "cuda" in per_target:
-            teacher[level].setdefault(key, {})["cuda"] = per_target["cuda"]
+set_target_teacher(teacher, "cuda", cuda["ops"], summary, ceiling)
 teacher["level2"]["command"] = (
     "export CALL_END=$(( $(date +%s) + 565 )); bash bench/gpu/run_device.sh prebuilt; OUT=$OUT/t "
     "TEACHER_TARGETS=<target> TEACHER_FILTER=level2/ TEACHER_SHARDS=4 TEACHER_ARGS='--max-schedules 3 --trials 3 "
@@ -60,15 +56,6 @@ teacher["level2"]["command"] = (
     "bench/results/gpu_2026_11_29d/README.md")
 teacher["level1"]["device"]["cuda"] = (
     f"NVIDIA H200, 2026-11-29: {len(level1_rows)} of 85 ops at f4e96c1 (gpu_2026_11_29d calls 5-6)")
-correct = [r for r in cuda["ops"] if r.get("outcome") == "correct"]
-mm = [r for r in correct if "gflops" in r]
-low = min(mm, key=lambda r: r["speedup_vs_eager"])
-teacher["matmul_vs_eager_min"]["cuda"] = low["speedup_vs_eager"]
-teacher["matmul_vs_eager_min_op"]["cuda"] = f"level{low['level']}/{low['name']}"
-fused = [r["gbps"] for r in correct if r.get("level") == 2 and "gflops" not in r]
-teacher["memory_bound_gbps_median"]["cuda"] = statistics.median(fused)
-teacher["memory_bound_copy_fraction_median"]["cuda"] = statistics.median(fused) / ceiling["copy_ceiling_gbps"]
-teacher["memory_bound_copy_32mib_fraction_median"]["cuda"] = statistics.median(fused) / ceiling["copy_32mib_gbps"]
 teacher["matmul_vs_eager_min_note"] = (
     "over every correct matmul-class row on the H200 (levels 1 and 2, both targets). Both targets' matmuls run fp32 "
     "on the tensor cores as 3xTF32 (three TF32 products per fp32 product; eager is cuBLAS fp32 with TF32 off): "

@@ -7,13 +7,12 @@ repository root:
 import json
 import os
 import shutil
-import statistics
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 results = os.path.dirname(here)
 sys.path.insert(0, os.path.join(results, "..", "gpu"))
-from summarize import replace_rows, teacher_summary  # noqa: E402
+from summarize import replace_rows, set_target_teacher, teacher_summary  # noqa: E402
 
 
 def load(name, folder=here):
@@ -47,10 +46,7 @@ summary = teacher_summary([here], ceiling["copy_ceiling_gbps"])
 gpu_path = os.path.join(results, "gpu.json")
 gpu = json.load(open(gpu_path))
 teacher = gpu["teacher"]
-for level in ("level1", "level2"):
-    for key, per_target in summary.get(level, {}).items():
-        if "cuda" in per_target:
-            teacher[level].setdefault(key, {})["cuda"] = per_target["cuda"]
+set_target_teacher(teacher, "cuda", cuda["ops"], summary, ceiling)
 level1_rows = [r for r in cuda["ops"] if r.get("level") == 1]
 level2_rows = [r for r in cuda["ops"] if r.get("level") == 2]
 this_session = [r for r in level2_rows if r.get("source", "").startswith("gpu_2026_11_29e")]
@@ -70,15 +66,6 @@ teacher["level2"]["notes"] = (
     "complete: all 62 level-2 ops in both targets, every one correct; each op's best of the first 3 schedules spread "
     "over its space, side by side with CUDA eager and torch.compile in one check (cuda: the 4 ops with a matmul and "
     "a softmax row stage, the first 4 schedules of their space, the row forms of one tensor-core tile)")
-correct = [r for r in cuda["ops"] if r.get("outcome") == "correct"]
-mm = [r for r in correct if "gflops" in r]
-low = min(mm, key=lambda r: r["speedup_vs_eager"])
-teacher["matmul_vs_eager_min"]["cuda"] = low["speedup_vs_eager"]
-teacher["matmul_vs_eager_min_op"]["cuda"] = f"level{low['level']}/{low['name']}"
-fused = [r["gbps"] for r in correct if r.get("level") == 2 and "gflops" not in r]
-teacher["memory_bound_gbps_median"]["cuda"] = statistics.median(fused)
-teacher["memory_bound_copy_fraction_median"]["cuda"] = statistics.median(fused) / ceiling["copy_ceiling_gbps"]
-teacher["memory_bound_copy_32mib_fraction_median"]["cuda"] = statistics.median(fused) / ceiling["copy_32mib_gbps"]
 teacher["coverage_note"] = (
     f"level 2 complete in both targets on the H200; level 1 complete in triton on the H200 and {len(level1_rows)} of "
     "85 ops in cuda on the H200")
