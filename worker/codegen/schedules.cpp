@@ -45,7 +45,6 @@ struct StageKinds {
   // up to 128) enough for about 128K threads (a 132-SM GPU's 2048 resident threads per SM,
   // half). 1: none.
   int split_items = 1;
-  int64_t split_len = 0;  // that reduction's length
   explicit StageKinds(const Analysis& analysis) {
     const Graph& g = analysis.graph;
     int row_stages = 0;
@@ -97,7 +96,6 @@ struct StageKinds {
             split_r_wide *= 2;
           while (split_items < 128 && outputs * split_items < 131072 && len / (split_items * 2) >= 32)
             split_items *= 2;
-          split_len = len;
         }
       } else if (line) {
         const Node& node = g.nodes[stage.anchor];
@@ -180,13 +178,12 @@ std::vector<Schedule> cuda_space(const StageKinds& kinds) {
     if (kinds.rows) {
       // Few outputs over a long reduced dim (another than the last): a thread per output and
       // slice first, then a kernel combining the slices (the emitter refuses other regions).
-      // Twice the slices first (about 256K threads, all a 132-SM GPU keeps resident) where each
-      // slice stays at least 16 long: a thread per output and slice is bound by the loads it
-      // keeps in flight (mean_gelu_dim0's 128K threads read 32 MB at 0.8 TB/s on the H200,
+      // Twice the slices first (about 256K threads, all a 132-SM GPU keeps resident; each slice
+      // still at least 32 long): a thread per output and slice is bound by the loads it keeps
+      // in flight (mean_gelu_dim0's 128K threads read 32 MB at 0.8 TB/s on the H200,
       // 2026-11-29; unrolling the loop 4 did not help: f22d9b9, reverted).
       if (kinds.split_items > 1 && !kinds.last_dim)
         for (auto [wg, twice] : std::vector<std::pair<int, bool>>{{256, true}, {256, false}, {128, true}, {128, false}}) {
-          if (twice && kinds.split_len / (kinds.split_items * 2) < 16) continue;
           Schedule s = base;
           s.reduce = ReduceStrategy::item;
           s.work_group = wg;
