@@ -27,6 +27,13 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// How many times `what` occurs in `text` (overlapping occurrences counted).
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(CodegenTargets, EverySuiteOpLowersForEveryTarget) {
@@ -278,11 +285,6 @@ TEST(CodegenTargets, CudaPointwiseVectorizesOverRowBroadcastOperands) {
 // evict-first), the passes before with plain loads: a softmax streams only its store loop, a
 // one-pass dot product both operands. OpenCL keeps plain loads.
 TEST(CodegenTargets, CudaRowReductionsStreamTheirLastPass) {
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   codegen::Schedule rows;  // work_group 256, a block per row
   auto softmax = codegen::emit_program(codegen::analyze(kforge::testing::suite_op("softmax_temperature")), rows,
                                        codegen::Target::cuda);
@@ -348,11 +350,6 @@ TEST(CodegenTargets, CudaDividesByALiteralOrARowValueThroughItsReciprocal) {
 }
 
 TEST(CodegenTargets, CudaRowReductionsHoldARowThatFitsInRegisters) {
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   const auto softmax = codegen::analyze(kforge::testing::suite_op("softmax_temperature"));  // rows of 2048
   auto space = codegen::schedule_space(softmax, codegen::Target::cuda);
   ASSERT_FALSE(space.empty());
