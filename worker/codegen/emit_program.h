@@ -129,9 +129,6 @@ class ProgramEmitter : public StageBuffers {
   Dialect d_;
   std::vector<std::string> scratch_;       // kforge-scratch lines
   bool stream_loads_ = false;              // row emitters: full-pattern loads as __ldcs (cuda)
-  // Row emitters of a row held in registers (Schedule::row_regs): full-pattern loads read
-  // `<buffer>_row[j]`, and the buffers they name are listed here for the kernel to load.
-  std::vector<std::string>* row_cache_ = nullptr;
 
   std::string offset(Kernel& k, const Shape& shape, const std::vector<std::string>& coords);
   Kernel kernel(const std::string& name, const std::string& output) const;

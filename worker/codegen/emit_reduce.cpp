@@ -24,6 +24,9 @@ struct RowLayout {
   int64_t len_value = 0;                       // the reduced length at the main shape
   std::string full_idx, lane_idx, group_idx;  // where a full / lane / group operand is read
   std::string loop, vloop, tail_loop, vn;     // the loops over one row
+  // A row held in registers (Schedule::row_regs): full-pattern loads read `<buffer>_row[j]`,
+  // and the buffers they name are listed here for the kernel to load; null: loads from memory.
+  std::vector<std::string>* held = nullptr;
 };
 
 // Rows longer than this at the main shape sum in blocks (the suite's longest rows are
@@ -226,8 +229,9 @@ ExprEmitter ProgramEmitter::row_emitter(int width, const Stage& stage, const Row
       case Pattern::lane: return width > 1 ? vload + layout.lane_idx + ")" : buf + "[" + layout.lane_idx + "]";
       case Pattern::group: return buf + "[" + layout.group_idx + "]";
       case Pattern::full:
-        if (row_cache_) {
-          if (std::find(row_cache_->begin(), row_cache_->end(), buf) == row_cache_->end()) row_cache_->push_back(buf);
+        if (layout.held) {
+          if (std::find(layout.held->begin(), layout.held->end(), buf) == layout.held->end())
+            layout.held->push_back(buf);
           return buf + "_row[j]";
         }
         if (width > 1) return vload + layout.full_idx + ")";
@@ -369,13 +373,12 @@ std::string ProgramEmitter::rows_in_registers(const Stage& stage, RowLayout layo
   // A constant trip count, so the loop unrolls and j is a constant in every copy.
   layout.loop = "#pragma unroll\n  " + walk + " if (col < " + layout.len + ")";
   std::vector<std::string> cached;
+  layout.held = &cached;
   int counter = 0;  // the block is its own scope
   ExprEmitter e = row_emitter(1, stage, layout, k, patterns, &counter);
   ExprEmitter ev = row_emitter(1, stage, layout, k, patterns, &counter);
-  row_cache_ = &cached;
   std::string passes = row_accumulators(layout, reduces, e, ev);
   passes += row_store(stage, layout, k, patterns, e, ev);
-  row_cache_ = nullptr;
   std::ostringstream body;
   body << "  if (" << layout.len << " <= " << wg << " * " << regs << ") {\n";
   body << "    // the row in registers: up to " << regs << " elements a thread, read once\n";
